@@ -1,0 +1,58 @@
+"""The ADR graph (SPEC §4): parse an ADR folder, decide every record's status by one rule.
+
+Standard library and PyYAML only, so the CLI, the watcher and the daemon can
+all import it cheaply and call the same code::
+
+    graph = build_graph(Path("docs/adr"), cache_dir)
+    rec = graph.record_for_path(path)   # .id .title .status .mark .date .component
+    graph.chain("ADR-0012")             # {"current", "history", "sources"}
+    graph.check()                       # [Finding]
+"""
+
+from __future__ import annotations
+
+from precedents.adr_graph.chain import AdrChainError
+from precedents.adr_graph.graph import (
+    CONVENTIONAL_DIRS,
+    AdrGraph,
+    build_graph,
+    default_adr_dir,
+    find_adr_dirs,
+    git_root,
+)
+from precedents.adr_graph.model import (
+    DEPRECATED,
+    LIVE,
+    PARTIAL,
+    PROPOSED,
+    REJECTED,
+    STATUSES,
+    SUPERSEDED,
+    UNKNOWN,
+    AdrRecord,
+    Finding,
+    NonAdr,
+)
+from precedents.adr_graph.status import decide
+
+__all__ = [
+    "CONVENTIONAL_DIRS",
+    "DEPRECATED",
+    "LIVE",
+    "PARTIAL",
+    "PROPOSED",
+    "REJECTED",
+    "STATUSES",
+    "SUPERSEDED",
+    "UNKNOWN",
+    "AdrChainError",
+    "AdrGraph",
+    "AdrRecord",
+    "Finding",
+    "NonAdr",
+    "build_graph",
+    "decide",
+    "default_adr_dir",
+    "find_adr_dirs",
+    "git_root",
+]

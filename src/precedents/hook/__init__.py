@@ -1,0 +1,197 @@
+"""`precedents-hook`: Claude Code's UserPromptSubmit / SessionStart hook client.
+
+Standard library only, and as few modules as possible: Python's own start-up
+is most of the hook's time budget (SPEC §7). It reads Claude Code's stdin
+JSON, asks the daemon within a 300 ms budget and prints
+``{"hookSpecificOutput": {...}}`` or nothing. It always exits 0: a hook that
+fails must never block the conversation.
+
+- Prompts shorter than 8 characters are not sent.
+- A daemon that is down is started in the background (detached, output to
+  nowhere) and this message gets nothing.
+- The prompt is never written anywhere: ``logs/hook.log`` gets the outcome,
+  byte count and timing of each call only. (The log line is written by hand:
+  importing :mod:`logging` would cost the hook milliseconds on every message.)
+
+Arguments: ``prompt`` (default) or ``session`` (the SessionStart mode, which
+hands the agent the repository's live ADRs), and ``--budget-ms N``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+from precedents.query_daemon.protocol import (
+    EVENT_PROMPT,
+    EVENT_SESSION,
+    PID_NAME,
+    Unavailable,
+    ask,
+    default_home,
+    hook_output,
+)
+
+MIN_PROMPT_CHARS = 8
+PROMPT_BUDGET_MS = 300.0
+# SessionStart happens once per session and nobody is waiting on a keystroke.
+SESSION_BUDGET_MS = 1000.0
+LOG_MAX_BYTES = 1_000_000
+
+_STARTED = time.perf_counter()
+
+
+def _log(home: str, **fields: object) -> None:
+    """Append one line to ``logs/hook.log``: never the prompt, only what happened."""
+    try:
+        folder = os.path.join(home, "logs")
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        path = os.path.join(folder, "hook.log")
+        try:
+            if os.stat(path).st_size > LOG_MAX_BYTES:
+                os.replace(path, path + ".1")
+        except OSError:
+            pass
+        fields["ms"] = round((time.perf_counter() - _STARTED) * 1000, 1)
+        line = time.strftime("%Y-%m-%dT%H:%M:%S ") + "INFO precedents.hook: " + json.dumps(fields)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, (line + "\n").encode("utf-8"))
+        finally:
+            os.close(fd)
+    except OSError:
+        pass  # a log that cannot be written must not cost the user anything
+
+
+def _daemon_alive(run: str) -> bool:
+    """Whether a daemon process owns ``run`` (it may still be loading the model)."""
+    try:
+        with open(os.path.join(run, PID_NAME)) as fh:
+            pid = int(fh.read().strip())
+        if os.name == "nt":
+            return False  # no cheap liveness probe; the daemon's lock stops doubles
+        os.kill(pid, 0)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def start_daemon(home: str) -> bool:
+    """Start the daemon detached in the background; False when one is already starting.
+
+    A second daemon started by a racing hook exits at once (the daemon's lock).
+    """
+    run = os.path.join(home, "run")
+    if _daemon_alive(run):
+        return False
+    import subprocess
+
+    env = dict(os.environ)
+    # The hook may run under `python -I -S` from a launcher; give the daemon the
+    # same package folder, ahead of whatever site-packages hold.
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH", "")) if p)
+    env["PRECEDENTS_HOME"] = home
+    kwargs: dict[str, object] = {}
+    if os.name == "nt":
+        kwargs["creationflags"] = 0x00000008 | 0x00000200 | 0x08000000  # detached, group, no window
+    else:
+        kwargs["start_new_session"] = True
+    subprocess.Popen(
+        [sys.executable, "-m", "precedents.query_daemon"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        close_fds=True,
+        cwd=home if os.path.isdir(home) else None,
+        env=env,
+        **kwargs,  # type: ignore[call-overload]
+    )
+    return True
+
+
+def _parse_args(argv: list[str]) -> tuple[str, float | None]:
+    mode, budget = "prompt", None
+    it = iter(argv)
+    for arg in it:
+        if arg in ("prompt", "session"):
+            mode = arg
+        elif arg == "--budget-ms":
+            try:
+                budget = float(next(it, ""))
+            except ValueError:
+                budget = None
+    return mode, budget
+
+
+def run(argv: list[str], stdin: bytes) -> str | None:
+    """The hook's work without the process around it: the line to print, or None."""
+    mode, budget_ms = _parse_args(argv)
+    if os.name != "nt":
+        os.umask(0o077)  # the log and any state folder it creates are the user's alone
+    home = str(default_home())
+    try:
+        data = json.loads(stdin.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        _log(home, event=mode, outcome="bad-input")
+        return None
+    if not isinstance(data, dict):
+        _log(home, event=mode, outcome="bad-input")
+        return None
+    event = data.get("hook_event_name")
+    session = mode == "session" or event == EVENT_SESSION
+    cwd = data.get("cwd")
+    if not isinstance(cwd, str) or not cwd:
+        cwd = os.getcwd()
+    if session:
+        request: dict[str, object] = {"op": "session", "cwd": cwd}
+        budget = (budget_ms or SESSION_BUDGET_MS) / 1000
+    else:
+        prompt = data.get("prompt")
+        if not isinstance(prompt, str):
+            _log(home, event="prompt", outcome="bad-input")
+            return None
+        if len(prompt.strip()) < MIN_PROMPT_CHARS:
+            _log(home, event="prompt", outcome="short")
+            return None
+        request = {"op": "context", "prompt": prompt, "cwd": cwd}
+        env_budget = os.environ.get("PRECEDENTS_HOOK_BUDGET_MS")
+        try:
+            budget = (budget_ms or float(env_budget or PROMPT_BUDGET_MS)) / 1000
+        except ValueError:
+            budget = PROMPT_BUDGET_MS / 1000
+    # Whatever time start-up already took comes out of the budget.
+    budget -= time.perf_counter() - _STARTED
+    kind = "session" if session else "prompt"
+    try:
+        answer = ask(request, max(budget, 0.001), default_home() / "run")
+    except Unavailable as exc:
+        started = start_daemon(home) if exc.why == "down" else False
+        _log(home, event=kind, outcome=exc.why, started_daemon=started)
+        return None
+    context = answer.get("context") if answer.get("ok") else None
+    if not isinstance(context, str) or not context:
+        outcome = (
+            "starting" if answer.get("starting") else ("none" if answer.get("ok") else "error")
+        )
+        _log(home, event=kind, outcome=outcome)
+        return None
+    line = hook_output(context, EVENT_SESSION if session else EVENT_PROMPT)
+    _log(home, event=kind, outcome="injected", bytes=len(line.encode("utf-8")) + 1)
+    return line
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: read stdin, print the hook JSON or nothing, exit 0 whatever happens."""
+    try:
+        stdin = sys.stdin.buffer.read() if sys.stdin is not None else b""
+        line = run(sys.argv[1:] if argv is None else argv, stdin)
+        if line is not None:
+            out = sys.stdout.buffer
+            out.write(line.encode("utf-8") + b"\n")
+            out.flush()
+    except BaseException:
+        pass
+    return 0

@@ -1,0 +1,53 @@
+# The two commands: `make run` and `make test`. Everything else is for development.
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+BIN    := $(VENV)/bin
+CLAUDE ?= $(HOME)/.claude
+Q      ?= can I store prices as floats?
+DEMO_HOME := $(CURDIR)/.state/demo
+export HF_HUB_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: install run test lint bench clean
+
+# torch is installed first and pinned: an unpinned torch pulls a multi-GB CUDA build.
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q torch==2.13.0
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+# Index the user's Claude Code notes if there are any, else the demo corpus
+# (into its own state folder, so the demo never mixes with a real index).
+run: install
+	@if ls $(CLAUDE)/projects/*/memory/*.md >/dev/null 2>&1; then \
+	  echo "== indexing your Claude Code notes, rules and conversations"; \
+	  $(BIN)/precedents reindex && $(BIN)/precedents status && \
+	  $(BIN)/precedents query "$(Q)"; \
+	else \
+	  echo "== no Claude Code notes under $(CLAUDE): indexing the demo corpus in examples/"; \
+	  export PRECEDENTS_HOME=$(DEMO_HOME); \
+	  $(BIN)/precedents reindex --notes examples/notes --rules examples/rules \
+	    --adrs examples/adr --project $(CURDIR) && \
+	  echo "== precedents query \"$(Q)\"" && \
+	  $(BIN)/precedents query "$(Q)" --project $(CURDIR); \
+	fi
+
+test: install
+	$(PY) -m pytest -q -p no:cacheprovider
+
+lint: install
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+	$(BIN)/mypy
+
+bench: install
+	$(PY) bench/index.py
+	$(PY) bench/query.py
+	$(PY) bench/adr.py
+
+clean:
+	rm -rf $(VENV) .state .pytest_cache .mypy_cache .ruff_cache

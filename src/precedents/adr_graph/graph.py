@@ -1,0 +1,301 @@
+"""Build the graph of one ADR folder: scan, parse, apply the rule, cache.
+
+The CLI, the watcher/indexer and the query daemon all call :func:`build_graph`,
+so their answers cannot disagree.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from precedents.adr_graph import cache as cache_mod
+from precedents.adr_graph import text as tx
+from precedents.adr_graph.model import AdrRecord, Finding, NonAdr, ParsedAdr, label_for
+from precedents.adr_graph.parse import parse_bytes, unreadable
+from precedents.adr_graph.status import decide
+from precedents.errors import UsageError
+
+ADR_SUFFIXES = (".md", ".markdown")
+# Folders that hold no decisions but can be huge.
+_SKIP_DIRS = {"node_modules", "__pycache__", "_site", "site", "build", "dist", ".git"}
+# Where ADRs live by convention, in the order `adr` commands look for them.
+CONVENTIONAL_DIRS = (
+    "docs/adr",
+    "doc/adr",
+    "docs/decisions",
+    "doc/architecture/decisions",
+    "docs/architecture/decisions",
+    "adr",
+    "decisions",
+)
+
+
+class AdrGraph:
+    """Every ADR of one folder with its effective status; build with :func:`build_graph`."""
+
+    def __init__(
+        self,
+        folder: Path,
+        records: list[AdrRecord],
+        non_adrs: list[NonAdr],
+        warnings: list[str],
+        cycles: list[list[str]],
+        key: str = "",
+    ) -> None:
+        self.folder = folder
+        self.records: dict[str, AdrRecord] = {r.id: r for r in records}
+        self.by_path: dict[str, AdrRecord] = {r.path: r for r in records}
+        self.non_adrs = non_adrs
+        self.warnings = warnings
+        self.cycles = cycles
+        self.key = key
+        self.from_cache = False
+
+    def __iter__(self) -> Iterator[AdrRecord]:
+        return iter(self.sorted())
+
+    def sorted(self) -> list[AdrRecord]:
+        """Every record, in path order."""
+        return sorted(self.records.values(), key=lambda r: r.path)
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def get(self, ref: str) -> AdrRecord:
+        """The record named by ``ref``: id, ``ADR-5``, ``5``, path or slug.
+
+        Raises :class:`UsageError` when nothing matches: it is the user's input.
+        """
+        rec = self.find_record(ref)
+        if rec is None:
+            raise UsageError(f"no ADR {ref!r} in {self.folder}")
+        return rec
+
+    def find_record(self, ref: str) -> AdrRecord | None:
+        """Like :meth:`get`, but None when nothing matches."""
+        ref = ref.strip()
+        if ref in self.records:
+            return self.records[ref]
+        rec = self.record_for_path(ref)
+        if rec is not None:
+            return rec
+        low = ref.lower()
+        for rid, r in self.records.items():
+            if rid.lower() == low or r.path.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower() == low:
+                return r
+        number = tx.number_of(ref)
+        if number is not None:
+            hits = [r for r in self.sorted() if r.number == number]
+            if hits:
+                return hits[0]
+        return None
+
+    def record_for_path(self, path: str | os.PathLike[str]) -> AdrRecord | None:
+        """The record of a file (absolute, or relative to the folder); None if not an ADR."""
+        p = Path(path)
+        if p.is_absolute():
+            try:
+                rel = p.resolve().relative_to(self.folder.resolve()).as_posix()
+            except (ValueError, OSError):
+                return None
+        else:
+            rel = p.as_posix()
+        return self.by_path.get(rel)
+
+    def status_of(self, ref: str | os.PathLike[str]) -> str:
+        """Effective status of a record (id or path)."""
+        return self._lookup(ref).status
+
+    def mark_of(self, ref: str | os.PathLike[str]) -> str:
+        """The mark the agent sees for a record; '' when it is live."""
+        return self._lookup(ref).mark
+
+    def _lookup(self, ref: str | os.PathLike[str]) -> AdrRecord:
+        if not isinstance(ref, str):
+            rec = self.record_for_path(ref)
+            if rec is None:
+                raise UsageError(f"{ref} is not an ADR of {self.folder}")
+            return rec
+        return self.get(ref)
+
+    def chain(self, ref: str) -> dict[str, Any]:
+        """``{"current", "history", "sources"}`` from a record to the one in force."""
+        from precedents.adr_graph.chain import chain
+
+        return chain(self, ref)
+
+    def check(self) -> list[Finding]:
+        """Cycles, dangling links, disagreements, cross-component replacements, no status."""
+        from precedents.adr_graph.check import check
+
+        return check(self)
+
+    def find(self, words: Iterable[str]) -> list[AdrRecord]:
+        """Records whose title or text contains every word (case-insensitive)."""
+        needles = [w.lower() for w in words if w.strip()]
+        return [
+            r for r in self if all(n in r.title.lower() or n in r.text.lower() for n in needles)
+        ]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The `adr list --json` shape: records, then the files that are not ADRs."""
+        return {
+            "folder": str(self.folder),
+            "records": [r.as_dict() for r in self],
+            "not_adrs": [{"path": n.path, "reason": n.reason} for n in self.non_adrs],
+            "warnings": list(self.warnings),
+        }
+
+
+def iter_files(folder: Path) -> list[str]:
+    """Markdown files under ``folder`` (relative POSIX paths, sorted), hidden folders skipped."""
+    out: list[str] = []
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
+        rel_root = Path(root).relative_to(folder).as_posix()
+        for name in files:
+            if name.lower().endswith(ADR_SUFFIXES) and not name.startswith("."):
+                out.append(name if rel_root == "." else f"{rel_root}/{name}")
+    return sorted(out)
+
+
+def build_graph(folder: Path, cache_dir: Path | None = None) -> AdrGraph:
+    """Parse every ADR of ``folder`` and decide each one's status.
+
+    With ``cache_dir``, the graph is stored under a hash of every ADR file's
+    name and content; an unchanged folder is not parsed again. Raises
+    :class:`UsageError` when ``folder`` is not a folder.
+    """
+    folder = Path(folder).expanduser()
+    if not folder.is_dir():
+        raise UsageError(f"ADR folder not found: {folder}")
+    names = iter_files(folder)
+    blobs: dict[str, bytes | None] = {}
+    for name in names:
+        try:
+            blobs[name] = (folder / name).read_bytes()
+        except OSError:
+            blobs[name] = None
+    key = cache_mod.folder_key(blobs)
+    if cache_dir is not None:
+        cached = cache_mod.load(cache_dir, folder, key)
+        if cached is not None:
+            graph = AdrGraph(
+                folder, cached.records, cached.non_adrs, cached.warnings, cached.cycles, key
+            )
+            graph.from_cache = True
+            return graph
+    graph = _build(folder, blobs, key)
+    if cache_dir is not None:
+        cache_mod.store(cache_dir, folder, key, graph)
+    return graph
+
+
+def _build(folder: Path, blobs: dict[str, bytes | None], key: str) -> AdrGraph:
+    parsed: dict[str, ParsedAdr] = {}
+    non_adrs: list[NonAdr] = []
+    warnings: list[str] = []
+    for name, data in blobs.items():
+        p = unreadable(name, "cannot read") if data is None else parse_bytes(data, name)
+        if p is None:
+            non_adrs.append(NonAdr(name, _why_not(name, data)))
+            continue
+        if p.id in parsed:
+            other = parsed[p.id].path
+            warnings.append(f"{name}: id {p.id} is also {other}; using the path as its id")
+            p.id = name.rsplit(".", 1)[0]
+        parsed[p.id] = p
+        warnings.extend(p.warnings)
+    verdict = decide(parsed)
+    records: list[AdrRecord] = []
+    for rid, p in parsed.items():
+        d = verdict.decisions[rid]
+        current: str | list[str] | None = (
+            None if not d.current else d.current[0] if len(d.current) == 1 else list(d.current)
+        )
+        records.append(
+            AdrRecord(
+                path=p.path,
+                id=rid,
+                number=p.number,
+                title=p.title,
+                declared_status=p.declared_status,
+                status=d.status,
+                successors=[t.display for t in d.successors],
+                current=current,
+                mark=d.mark,
+                relations=d.relations,
+                component=p.component,
+                date=p.date,
+                implicit=p.implicit,
+                reason=d.reason,
+                warnings=list(p.warnings),
+                text=p.text,
+                successor_refs=[
+                    {"target": t.display, "id": t.id, "kind": t.kind, "label": t.label}
+                    for t in d.successors
+                ],
+            )
+        )
+    return AdrGraph(folder, records, non_adrs, warnings, verdict.cycles, key)
+
+
+def _why_not(name: str, data: bytes | None) -> str:
+    """A short reason a file is not taken for an ADR (shown by `adr list`)."""
+    head = (data or b"")[:4000].decode("utf-8", "replace").lower()
+    if "template" in name.lower() or re.search(r"\[(?:short )?title|\{title|\badrxxx\b", head):
+        return "template (no number, placeholders)"
+    if head.count("](") >= 5:
+        return "index (no number, links to records)"
+    return "no number, no id and no status"
+
+
+def find_adr_dirs(repo_root: Path, configured: Iterable[Path] = ()) -> list[Path]:
+    """ADR folders of a repository: configured ones inside it, then the conventional ones.
+
+    The conventional names are looked for in the order of :data:`CONVENTIONAL_DIRS`;
+    every existing one is returned (the first is the default of `adr` commands).
+    """
+    root = Path(repo_root).expanduser().resolve()
+    found: list[Path] = []
+    for path in configured:
+        p = Path(path).expanduser().resolve()
+        if p.is_dir() and (p == root or root in p.parents) and p not in found:
+            found.append(p)
+    for rel in CONVENTIONAL_DIRS:
+        p = root / rel
+        if p.is_dir() and p not in found:
+            found.append(p)
+    return found
+
+
+def default_adr_dir(start: Path, configured: Iterable[Path] = ()) -> Path:
+    """The ADR folder `adr` commands use without ``--dir``: the first of
+    :func:`find_adr_dirs` for the git root of ``start``.
+
+    Raises :class:`UsageError` naming the places looked at when there is none.
+    """
+    root = git_root(start)
+    found = find_adr_dirs(root, configured)
+    if not found:
+        looked = ", ".join(CONVENTIONAL_DIRS)
+        raise UsageError(f"no ADR folder in {root} (looked for {looked}); pass --dir PATH")
+    return found[0]
+
+
+def git_root(start: Path) -> Path:
+    """The git root above ``start`` (a ``.git`` folder or file), else ``start`` itself."""
+    start = Path(start).expanduser().resolve()
+    for p in (start, *start.parents):
+        if (p / ".git").exists():
+            return p
+    return start
+
+
+def label(rec: AdrRecord) -> str:
+    """How marks and chains name a record."""
+    return label_for(rec.id, rec.number)

@@ -1,0 +1,93 @@
+"""References -> records: by file name, relative path, id, number or title.
+
+A link to a file that does not exist is resolved by the number in its name
+(files get renamed: gsp's ``ADR028-docker-tools.md`` is ``ADR028-container-tools.md``),
+then by the number or title in its link text. Whatever matches nothing is
+``missing``; whatever lies outside the folder is ``external``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Mapping
+
+from precedents.adr_graph import text as tx
+from precedents.adr_graph.model import ParsedAdr, Ref, Target, label_for
+
+_TEXT_NUMBER_RE = re.compile(r"^\s*(?:adr)?[-_ #]*(\d{1,6})\b", re.I)
+
+
+def _norm_title(title: str) -> str:
+    return re.sub(r"[\s`*_]+", " ", title).strip().lower()
+
+
+class Resolver:
+    """Indexes of one parsed folder, to resolve every :class:`Ref` the same way."""
+
+    def __init__(self, parsed: Mapping[str, ParsedAdr]) -> None:
+        self.parsed = parsed
+        self.by_path: dict[str, str] = {}
+        self.by_lower_path: dict[str, str] = {}
+        self.by_number: dict[int, list[str]] = defaultdict(list)
+        self.by_lower_id: dict[str, str] = {}
+        self.by_stem: dict[str, list[str]] = defaultdict(list)
+        self.by_title: dict[str, list[str]] = defaultdict(list)
+        for rid, p in sorted(parsed.items(), key=lambda kv: kv[1].path):
+            self.by_path[p.path] = rid
+            self.by_lower_path[p.path.lower()] = rid
+            if p.number is not None:
+                self.by_number[p.number].append(rid)
+            self.by_lower_id[rid.lower()] = rid
+            self.by_stem[p.path.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower()].append(rid)
+            self.by_title[_norm_title(p.title)].append(rid)
+
+    def _record(self, rid: str, display: str, by_number: bool = False) -> Target:
+        p = self.parsed[rid]
+        return Target("record", display, rid, by_number, label_for(rid, p.number))
+
+    def _by_number(self, number: int | None) -> str | None:
+        ids = self.by_number.get(number) if number is not None else None
+        return ids[0] if ids else None
+
+    def _by_words(self, text: str) -> str | None:
+        """A record named by a link's text or a bare token: number, id, slug, title."""
+        text = text.strip()
+        if not text:
+            return None
+        m = _TEXT_NUMBER_RE.match(text)
+        if m:
+            rid = self._by_number(int(m.group(1)))
+            if rid:
+                return rid
+        low = text.lower()
+        if low in self.by_lower_id:
+            return self.by_lower_id[low]
+        stem = low.removesuffix(".md")
+        if self.by_stem.get(stem):
+            return self.by_stem[stem][0]
+        titled = self.by_title.get(_norm_title(text))
+        if titled and len(titled) == 1:
+            return titled[0]
+        return None
+
+    def resolve(self, ref: Ref) -> Target:
+        """Where ``ref`` leads: a record of the folder, something external, or nothing."""
+        if ref.kind in ("url", "outside"):
+            return Target("external", ref.value, label="external")
+        if ref.kind == "path":
+            rid = self.by_path.get(ref.value) or self.by_lower_path.get(ref.value.lower())
+            if rid:
+                return self._record(rid, ref.value)
+            number, digits = tx.href_number(ref.value)
+            rid = self._by_number(number) or self._by_words(ref.text)
+            if rid:
+                return self._record(rid, ref.value, by_number=True)
+            name = ref.value.rsplit("/", 1)[-1]
+            return Target("missing", ref.value, label=f"ADR-{digits}" if digits else name)
+        rid = self._by_words(ref.value)
+        if rid:
+            return self._record(rid, self.parsed[rid].path)
+        number = tx.number_of(ref.value)
+        digits = re.sub(r"^\D*", "", ref.value) if number is not None else None
+        return Target("missing", ref.value, label=f"ADR-{digits}" if digits else ref.value)

@@ -1,0 +1,220 @@
+"""The `precedents` command line: a thin shell over :mod:`precedents.api`.
+
+Each command resolves settings, calls one library function and prints. User
+mistakes exit 2 with one line on stderr, failures exit 1; never a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from precedents import api
+from precedents.cli_adr import adr_app
+from precedents.config import Settings, load_settings, private_umask
+from precedents.errors import PrecedentsError, UsageError
+
+app = typer.Typer(
+    help="Local memory recall for AI coding agents: notes, rules, ADRs and conversations.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(adr_app, name="adr")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print data as JSON.")]
+ProjectOpt = Annotated[
+    str | None,
+    typer.Option("--project", "--repo", help="Project root (default: this directory's root)."),
+]
+
+
+def fail(message: str, code: int) -> None:
+    """Print a one-line error and exit."""
+    typer.echo(f"precedents: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def errors(fn: F) -> F:
+    """Turn library errors into one-line messages: exit 2 for misuse, 1 for failures."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except UsageError as exc:
+            fail(str(exc), 2)
+        except PrecedentsError as exc:
+            fail(str(exc), 1)
+        except KeyboardInterrupt:
+            fail("interrupted", 130)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def settings(**overrides: Any) -> Settings:
+    """Resolved settings for a command (argument -> env -> config file -> default)."""
+    return load_settings(**overrides)
+
+
+def print_json(data: Any) -> None:
+    """Data as indented JSON, non-ASCII kept readable."""
+    typer.echo(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+@app.callback()
+def _root(
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress to stderr.")] = False,
+) -> None:
+    private_umask()
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+@app.command()
+@errors
+def setup(
+    model: Annotated[str | None, typer.Option(help="sentence-transformers id or folder.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Make the model available (the only command that may download), then load it once."""
+    info = api.setup(settings(), model)
+    if as_json:
+        print_json(info)
+    else:
+        typer.echo(f"model {info['model']} ({info['dimension']}d) ready on {info['device']}, "
+                   f"loaded in {info['load_seconds']}s from {info['path']}")
+
+
+@app.command()
+@errors
+def reindex(
+    full: Annotated[bool, typer.Option("--full", help="Drop the index and re-embed all.")] = False,
+    notes: Annotated[list[Path] | None, typer.Option("--notes", help="A notes folder.")] = None,
+    rules: Annotated[list[Path] | None, typer.Option("--rules", help="A rules folder.")] = None,
+    adrs: Annotated[list[Path] | None, typer.Option("--adrs", help="An ADR folder.")] = None,
+    conversations: Annotated[
+        list[Path] | None, typer.Option("--conversations", help="A folder of .jsonl logs.")
+    ] = None,
+    project: ProjectOpt = None,
+    model: Annotated[str | None, typer.Option(help="Embedding model id or folder.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Index what changed (by content hash); with folders given, index only those."""
+    from precedents.progress import index_progress
+
+    with index_progress(enabled=not as_json) as progress:
+        report = api.reindex(
+            settings(model=model), full=full, notes=notes or [], rules=rules or [],
+            adrs=adrs or [], conversations=conversations or [], project=project,
+            progress=progress,
+        )
+    if as_json:
+        print_json(report.to_json())
+    else:
+        typer.echo(
+            f"{report.files_seen} files: {report.files_indexed} indexed, "
+            f"{report.files_unchanged} unchanged, {report.files_deleted} removed; "
+            f"{report.chunks_embedded} chunks embedded in {report.seconds:.1f}s "
+            f"({report.chunks_per_second:.0f}/s)"
+        )
+        for p in report.problems:
+            typer.echo(f"  skipped/warned: {p.path}: {p.reason}", err=True)
+    if report.files_seen and report.files_indexed + report.files_unchanged == 0:
+        fail("nothing could be indexed", 1)
+
+
+@app.command()
+@errors
+def status(as_json: JsonOpt = False) -> None:
+    """Sources, counts per kind and project, model, device, store size, last index time."""
+    info = api.status(settings())
+    if as_json:
+        print_json(info)
+        return
+    typer.echo(f"state:   {info['state_dir']}")
+    typer.echo(f"model:   {info['model']} on {info['device']}"
+               + (f" (index built with {info['indexed_model']}, {info['dimension']}d)"
+                  if info["indexed_model"] else " (no index yet)"))
+    typer.echo(f"index:   {info['documents']} documents, {info['chunks']} chunks, "
+               f"{info['store_bytes'] / 1e6:.1f} MB, last indexed {info['last_indexed'] or 'never'}")
+    for kind, c in info["kinds"].items():
+        typer.echo(f"  {kind:<13} {c['documents']:>6} docs {c['chunks']:>7} chunks")
+    for proj, c in info["projects"].items():
+        typer.echo(f"  {proj:<40} {c['documents']:>6} docs")
+    typer.echo(f"sources: {len(info['sources'])} folders")
+    for s in info["sources"]:
+        typer.echo(f"  {s['kind']:<13} {s['root']}")
+
+
+@app.command()
+@errors
+def query(
+    text: Annotated[str, typer.Argument(help="What to look for.")],
+    project: ProjectOpt = None,
+    k: Annotated[int, typer.Option("-k", help="How many documents.")] = 5,
+    as_json: JsonOpt = False,
+) -> None:
+    """Documents of this project (and shared rules) ranked by similarity."""
+    if k < 1:
+        raise UsageError("-k must be at least 1")
+    result = api.query(settings(), text, project=project, k=k)
+    if as_json:
+        print_json(result.to_json())
+        return
+    if not result.results:
+        typer.echo("no records found for this project (run `precedents reindex`?)")
+    for hit in result.results:
+        r = hit.record
+        label = f"{r.adr_id} {r.name}" if r.adr_id else r.name
+        desc = f" — {r.description}" if r.description else ""
+        typer.echo(f"{hit.score:.3f}  {r.kind:<12} {label}{desc} ({r.path})")
+
+
+@app.command("eval")
+@errors
+def eval_(
+    shared: Annotated[
+        Path, typer.Option(help="Folder holding eval/ and adr-corpora/.")
+    ] = Path(__file__).resolve().parents[3] / "shared",
+    tune: Annotated[bool, typer.Option("--tune", help="Search the threshold grid too.")] = False,
+    model: Annotated[str | None, typer.Option(help="Embedding model id or folder.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Recall and selection quality on the shared eval sets (and threshold tuning)."""
+    from precedents.evaluation import report_lines
+    from precedents.progress import index_progress
+
+    with index_progress(enabled=not as_json) as progress:
+        result = api.evaluate(settings(model=model), shared, tune=tune, progress=progress)
+    if as_json:
+        print_json(result)
+        return
+    typer.echo(f"model {result['model']}, thresholds {result['thresholds']}")
+    for line in report_lines(result["scores"]):
+        typer.echo(line)
+    if "tuned" in result:
+        typer.echo(f"best grid point: {result['tuned']['thresholds']}")
+        for line in report_lines(result["tuned"]["scores"]):
+            typer.echo(line)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""The `serve` and `install-hook` commands; :func:`register` adds them to the main app.
+
+Kept apart from cli.py so the daemon's options live with the daemon's code;
+cli.py calls :func:`register`. Errors follow cli.py's convention: one line on
+stderr, exit 2 for user mistakes, 1 for failures, never a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from precedents.config import load_settings
+from precedents.errors import PrecedentsError, UsageError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _errors(fn: F) -> F:
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except UsageError as exc:
+            typer.echo(f"precedents: {exc}", err=True)
+            raise typer.Exit(2) from None
+        except PrecedentsError as exc:
+            typer.echo(f"precedents: {exc}", err=True)
+            raise typer.Exit(1) from None
+        except KeyboardInterrupt:
+            raise typer.Exit(130) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def serve(
+    idle_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--idle-timeout",
+            help="Exit after this many seconds without a question "
+            "(default: idle_timeout_s, 6 hours).",
+        ),
+    ] = None,
+    tcp: Annotated[
+        bool, typer.Option("--tcp", help="TCP on 127.0.0.1 with a secret (Windows' transport).")
+    ] = False,
+    stop: Annotated[bool, typer.Option("--stop", help="Stop the running daemon and exit.")] = False,
+    status: Annotated[
+        bool, typer.Option("--status", help="Say whether a daemon is running and exit.")
+    ] = False,
+) -> None:
+    """Run the query daemon in the foreground: the hook's answers come from it."""
+    from precedents.query_daemon import protocol
+    from precedents.query_daemon.server import configure_logging
+    from precedents.query_daemon.server import serve as run_daemon
+
+    settings = load_settings()
+    if stop or status:
+        try:
+            answer = protocol.ask({"op": "stop" if stop else "ping"}, 2.0, settings.run_dir)
+        except protocol.Unavailable:
+            typer.echo("no daemon is running")
+            raise typer.Exit(0 if stop else 1) from None
+        typer.echo("stopping the daemon" if stop else json.dumps(answer))
+        return
+    configure_logging(settings)
+    reason = run_daemon(settings, idle_timeout_s=idle_timeout, transport="tcp" if tcp else None)
+    typer.echo(f"daemon stopped: {reason}", err=True)
+    if reason.startswith("error"):
+        raise typer.Exit(1)
+
+
+def install_hook(
+    project: Annotated[
+        Path | None,
+        typer.Option("--project", help="Register in DIR/.claude/settings.json (default: here)."),
+    ] = None,
+    user: Annotated[
+        bool, typer.Option("--user", help="Register in ~/.claude/settings.json instead.")
+    ] = False,
+    uninstall: Annotated[
+        bool, typer.Option("--uninstall", help="Remove exactly the hooks precedents added.")
+    ] = False,
+    form: Annotated[
+        str, typer.Option("--form", help="auto (ask `claude --version`), exec or shell.")
+    ] = "auto",
+    as_json: Annotated[bool, typer.Option("--json", help="Print data as JSON.")] = False,
+) -> None:
+    """Register the UserPromptSubmit and SessionStart hooks in Claude Code's settings.json."""
+    from precedents.hook.install import install, settings_path
+
+    if user and project is not None:
+        raise UsageError("give --project or --user, not both")
+    if form not in ("auto", "exec", "shell"):
+        raise UsageError("--form must be auto, exec or shell")
+    settings = load_settings()
+    path = settings_path(project, user, settings.claude_dir)
+    report = install(
+        path, uninstall=uninstall, exec_form=None if form == "auto" else form == "exec"
+    )
+    if as_json:
+        typer.echo(json.dumps(report.to_json(), indent=2))
+        return
+    messages = {
+        "installed": f"hooks registered in {path} ({'exec' if report.exec_form else 'shell'} form)",
+        "unchanged": f"hooks already registered in {path}",
+        "uninstalled": f"removed {report.removed} precedents hook(s) from {path}",
+        "absent": f"no precedents hooks in {path}",
+    }
+    typer.echo(messages[report.action])
+
+
+def register(app: typer.Typer) -> None:
+    """Add `serve` and `install-hook` to the main command line."""
+    app.command("serve")(_errors(serve))
+    app.command("install-hook")(_errors(install_hook))

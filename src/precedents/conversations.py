@@ -1,0 +1,289 @@
+"""Claude Code transcripts (``~/.claude/projects/<encoded-cwd>/*.jsonl``) -> exchanges.
+
+Pure logic: standard library only. Checked against real transcripts of Claude Code
+1.0.98 to 2.1.293 (``shared/claude-code``).
+
+An *exchange* is one real user prompt plus the assistant text that answers it. What
+is a real prompt (SPEC §2): a ``type: "user"`` line whose ``message.content`` is a
+string or holds text blocks, and which is none of these:
+
+* a tool result (any ``tool_result`` block) - tool output, not the person;
+* ``isMeta`` (expanded slash-command bodies, caveats, hook reminders),
+  ``isCompactSummary`` (the summary written at compaction), ``isSidechain``
+  (subagents: 1.0.x writes them into the main file, 2.x into ``subagents/``);
+* ``origin.kind`` other than ``"human"`` (2.1.x: ``task-notification``, ``peer``);
+* text starting with a tag Claude Code writes itself: ``<command-name>`` and friends
+  (slash commands), ``<local-command-stdout>``, ``<bash-input>``/``<bash-stdout>``
+  (``!`` shell mode), ``<task-notification>`` (before ``origin`` existed), or
+  ``[Request interrupted by user...]``.
+
+``<system-reminder>`` and ``<ide_...>`` segments are cut out of prompts: Claude Code
+injects them, the person did not type them. ``attachment`` lines (including the
+``hook_additional_context`` precedents itself injected) are never read for text.
+
+The answer is the assistant's ``text`` blocks from the prompt up to the next real
+prompt, in order; a reply split over several lines (one content block per line, the
+same ``message.id``) is thereby joined. Thinking blocks, tool_use input and
+``model: "<synthetic>"`` notices (API errors, interrupts) are left out. A slash
+command closes the open exchange: what the assistant writes next answers the
+command, not the earlier prompt.
+
+Incremental indexing: the caller passes every line of the file (the whole log is
+re-parsed; parsing is cheap next to embedding, and a title or an answer can change
+when lines are appended). A last line still being written is malformed JSON and is
+counted in ``bad_lines`` until it is whole. Split bytes on newlines
+(``bytes.splitlines``); ``str.splitlines`` also splits at U+2028 and other
+characters that JSON strings may hold raw, which would break good lines.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["TITLE_CHARS", "Conversation", "Exchange", "parse_conversation"]
+
+TITLE_CHARS = 80
+
+# Text Claude Code writes into user lines itself. A prompt starting with one of these
+# was not typed by the person (or, for <command-args>, is a slash command invocation).
+_COMMAND_TAGS = ("<command-name>", "<command-message>", "<command-args>")
+_NOT_TYPED_PREFIXES = (
+    *_COMMAND_TAGS,
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+    "<bash-input>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+    "<task-notification>",
+    "<user-prompt-submit-hook>",
+    "[Request interrupted by user",
+)
+_INJECTED = re.compile(r"<(system-reminder|ide_[a-z_]+)>.*?</\1>", re.DOTALL)
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One real user prompt and the assistant text that answered it (both masked)."""
+
+    prompt: str
+    answer: str
+    timestamp: str  # ISO timestamp of the prompt line, "" if none
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """One transcript file, parsed. Every text in it has been through ``mask``.
+
+    ``session_id`` and ``cwd`` are identifiers, not conversation content, and are
+    returned as written: the indexer maps ``cwd`` to a project, which a masking
+    false positive would break, and both are already visible in the file's path.
+    """
+
+    session_id: str  # the first ``sessionId`` seen, "" if none
+    title: str  # custom-title > ai-title > summary (last of each) > first prompt[:80]
+    date: str  # YYYY-MM-DD (UTC, as written) of the first exchange, else first timestamp
+    cwd: str  # the first ``cwd`` seen, "" if none
+    interactive: bool  # False once any line says sdk (entrypoint sdk-*, promptSource sdk)
+    exchanges: tuple[Exchange, ...]
+    lines: int  # every line passed in, blank ones included
+    bad_lines: int  # malformed lines skipped: undecodable, not JSON, not an object
+
+
+@dataclass
+class _Open:
+    """The exchange being assembled: its prompt and the answer blocks so far."""
+
+    prompt: str
+    timestamp: str
+    blocks: list[str] = field(default_factory=list)
+    seen: set[tuple[str, str]] = field(default_factory=set)
+
+
+def _decode(raw: str | bytes) -> dict[str, Any] | None:
+    """One JSONL line as a dict; None when blank or malformed (the caller tells which)."""
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+        value = json.loads(text.removeprefix("\ufeff"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _is_blank(raw: str | bytes) -> bool:
+    return not raw.strip()
+
+
+def _prompt_text(line: dict[str, Any]) -> str | None:
+    """The typed text of a user line, or None when the line is not a real prompt.
+
+    Returns "" for a slash command line (it is not a prompt, but it ends the open
+    exchange), None for every other non-prompt.
+    """
+    if line.get("isMeta") or line.get("isCompactSummary") or line.get("isSidechain"):
+        return None
+    origin = line.get("origin")
+    if isinstance(origin, dict) and origin.get("kind", "human") != "human":
+        return None
+    message = line.get("message")
+    if not isinstance(message, dict):
+        return None
+    content = message.get("content")
+    if isinstance(content, str):
+        texts = [content]
+    elif isinstance(content, list):
+        texts = []
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "tool_result":
+                return None
+            if block.get("type") == "text" and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+    else:
+        return None
+    text = "\n\n".join(t for t in (_INJECTED.sub("", t).strip() for t in texts) if t)
+    if text.startswith(_COMMAND_TAGS):
+        return ""
+    if not text or text.startswith(_NOT_TYPED_PREFIXES):
+        return None
+    return text
+
+
+def _answer_blocks(line: dict[str, Any]) -> list[tuple[str, str]]:
+    """(message id, text) of each text block of an assistant line worth indexing."""
+    if line.get("isSidechain") or line.get("isApiErrorMessage"):
+        return []
+    message = line.get("message")
+    if not isinstance(message, dict) or message.get("model") == "<synthetic>":
+        return []
+    message_id = str(message.get("id") or line.get("uuid") or "")
+    content = message.get("content")
+    if isinstance(content, str):
+        content = [{"type": "text", "text": content}]
+    if not isinstance(content, list):
+        return []
+    return [
+        (message_id, block["text"].strip())
+        for block in content
+        if isinstance(block, dict)
+        and block.get("type") == "text"
+        and isinstance(block.get("text"), str)
+        and block["text"].strip()
+    ]
+
+
+def _title_of(line: dict[str, Any]) -> tuple[int, str] | None:
+    """(rank, title) of a title line; lower rank wins (SPEC order)."""
+    kind = line.get("type")
+    if kind == "custom-title":
+        value = line.get("customTitle") or line.get("title")
+        rank = 0
+    elif kind == "ai-title":
+        value = line.get("aiTitle") or line.get("title")
+        rank = 1
+    elif kind == "summary":
+        value = line.get("summary")
+        rank = 2
+    else:
+        return None
+    return (rank, value) if isinstance(value, str) and value.strip() else None
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def parse_conversation(lines: Iterable[str | bytes], mask: Callable[[str], str]) -> Conversation:
+    """Parse every line of one transcript into a :class:`Conversation`. Never raises.
+
+    ``mask`` is applied to each prompt, answer and title before anything is cut, so a
+    secret is never split in two unmasked halves. Malformed lines (undecodable, not
+    JSON, not an object) are skipped and counted; blank lines are skipped silently.
+    ``interactive`` is False as soon as any line has an ``entrypoint`` starting with
+    ``sdk`` or ``promptSource: "sdk"`` (``claude -p``, the SDK); otherwise True,
+    which covers ``entrypoint: "cli"`` and older files with no entrypoint at all.
+    """
+    exchanges: list[Exchange] = []
+    current: _Open | None = None
+    titles: dict[int, str] = {}  # rank -> last title of that kind
+    session_id = cwd = first_timestamp = ""
+    interactive = True
+    seen_uuids: set[str] = set()
+    count = bad = 0
+
+    def close() -> None:
+        nonlocal current
+        if current is not None:
+            answer = mask("\n\n".join(current.blocks)) if current.blocks else ""
+            exchanges.append(Exchange(mask(current.prompt), answer, current.timestamp))
+        current = None
+
+    for raw in lines:
+        count += 1
+        line = _decode(raw)
+        if line is None:
+            if not _is_blank(raw):
+                bad += 1
+            continue
+        # A line written twice (same uuid) must not double an answer.
+        uuid = line.get("uuid")
+        if isinstance(uuid, str):
+            if uuid in seen_uuids:
+                continue
+            seen_uuids.add(uuid)
+        entrypoint = line.get("entrypoint")
+        if (isinstance(entrypoint, str) and entrypoint.startswith("sdk")) or line.get(
+            "promptSource"
+        ) == "sdk":
+            interactive = False
+        session_id = session_id or _str(line.get("sessionId") or line.get("session_id"))
+        cwd = cwd or _str(line.get("cwd"))
+        timestamp = _str(line.get("timestamp"))
+        first_timestamp = first_timestamp or timestamp
+        ranked = _title_of(line)
+        if ranked is not None:
+            titles[ranked[0]] = ranked[1]
+            continue
+        kind = line.get("type")
+        if kind == "user":
+            prompt = _prompt_text(line)
+            if prompt is not None:
+                close()
+                if prompt:
+                    current = _Open(prompt, timestamp)
+        elif kind == "assistant" and current is not None:
+            for key in _answer_blocks(line):
+                if key not in current.seen:  # the same block re-written in a later line
+                    current.seen.add(key)
+                    current.blocks.append(key[1])
+    close()
+
+    if titles:
+        title = _one_line(mask(titles[min(titles)]))
+    elif exchanges:
+        # The prompt is already masked; cut after masking so no half secret survives.
+        title = _one_line(exchanges[0].prompt)[:TITLE_CHARS].rstrip()
+    else:
+        title = ""
+    stamp = exchanges[0].timestamp if exchanges and exchanges[0].timestamp else first_timestamp
+    date = stamp[:10] if _DATE.match(stamp) else ""
+    return Conversation(
+        session_id=session_id,
+        title=title,
+        date=date,
+        cwd=cwd,
+        interactive=interactive,
+        exchanges=tuple(exchanges),
+        lines=count,
+        bad_lines=bad,
+    )
+
+
+def _str(value: object) -> str:
+    return value if isinstance(value, str) else ""

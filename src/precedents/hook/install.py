@@ -1,0 +1,200 @@
+"""`precedents install-hook`: register the hooks in Claude Code's settings.json.
+
+Both hooks (``UserPromptSubmit`` and ``SessionStart``) run the venv's Python
+directly, ``-I -S`` with the launcher script (:mod:`precedents.hook.launch`):
+no shell, no console-script wrapper, no site-packages scan on the hot path.
+
+- Exec form (``command`` = the interpreter, ``args`` = the rest) where Claude
+  Code supports ``args`` (2.1.139 and later, or when its version is unknown);
+  a quoted shell-form ``command`` for older versions.
+- Merges with what is there: other hooks, other settings and their order are
+  kept; our entries are recognised by the launcher path and replaced, never
+  duplicated. ``uninstall`` removes exactly those entries (and the groups and
+  event lists that only held them).
+- A settings.json that is not valid JSON, or whose ``hooks`` is not the shape
+  Claude Code uses, is reported and left untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from precedents.errors import UsageError
+
+EVENTS = {"UserPromptSubmit": "prompt", "SessionStart": "session"}
+TIMEOUT_S = 5
+ARGS_SINCE = (2, 1, 139)
+LAUNCHER_MARK = "precedents/hook/launch.py"
+
+
+def launcher_path() -> Path:
+    """The launcher script next to this module."""
+    return Path(__file__).resolve().with_name("launch.py")
+
+
+def claude_version(claude: str | None = None) -> tuple[int, ...] | None:
+    """Claude Code's version from ``claude --version``, or None when it cannot be told."""
+    exe = claude or shutil.which("claude")
+    if not exe:
+        return None
+    try:
+        out = subprocess.run(
+            [exe, "--version"], capture_output=True, text=True, timeout=20, check=False
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    match = re.search(r"(\d+)\.(\d+)\.(\d+)", out)
+    return tuple(int(g) for g in match.groups()) if match else None
+
+
+def hook_entry(mode: str, *, python: str, exec_form: bool) -> dict[str, Any]:
+    """One hook handler for Claude Code: the interpreter, ``-I -S``, the launcher, ``mode``."""
+    args = ["-I", "-S", str(launcher_path()), mode]
+    if exec_form:
+        return {"type": "command", "command": python, "args": args, "timeout": TIMEOUT_S}
+    command = " ".join(shlex.quote(a) for a in [python, *args])
+    return {"type": "command", "command": command, "timeout": TIMEOUT_S}
+
+
+def is_ours(handler: Any) -> bool:
+    """Whether a hook handler is one precedents installed (by the launcher in it)."""
+    if not isinstance(handler, dict):
+        return False
+    parts = [handler.get("command", "")]
+    args = handler.get("args")
+    if isinstance(args, list):
+        parts += args
+    text = " ".join(str(p) for p in parts).replace("\\", "/")
+    return LAUNCHER_MARK in text or "precedents-hook" in text
+
+
+@dataclass
+class InstallReport:
+    """What ``install`` did to one settings file."""
+
+    path: Path
+    action: str  # "installed" | "unchanged" | "uninstalled" | "absent"
+    exec_form: bool = True
+    removed: int = 0
+    added: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``--json`` shape."""
+        return {
+            "path": str(self.path),
+            "action": self.action,
+            "exec_form": self.exec_form,
+            "removed": self.removed,
+            "added": self.added,
+        }
+
+
+def settings_path(project: Path | None, user: bool, claude_dir: Path) -> Path:
+    """Which settings.json: ``<project>/.claude/settings.json`` or the user's own."""
+    if user:
+        return claude_dir / "settings.json"
+    root = (project or Path.cwd()).expanduser().resolve()
+    if not root.is_dir():
+        raise UsageError(f"{root}: no such folder")
+    return root / ".claude" / "settings.json"
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read ({exc.strerror}); left untouched") from None
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise UsageError(f"{path}: not valid JSON ({exc}); left untouched") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"{path}: not a JSON object; left untouched")
+    hooks = data.get("hooks", {})
+    if not isinstance(hooks, dict) or not all(isinstance(v, list) for v in hooks.values()):
+        raise UsageError(f"{path}: `hooks` is not a table of event lists; left untouched")
+    return data
+
+
+def _strip_ours(hooks: dict[str, Any]) -> int:
+    """Remove our handlers from every event; returns how many went."""
+    removed = 0
+    for event in list(hooks):
+        groups = hooks[event]
+        kept_groups = []
+        for group in groups:
+            if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+                kept_groups.append(group)
+                continue
+            handlers = group["hooks"]
+            kept = [h for h in handlers if not is_ours(h)]
+            removed += len(handlers) - len(kept)
+            if kept or not handlers:
+                kept_groups.append({**group, "hooks": kept})
+        if kept_groups:
+            hooks[event] = kept_groups
+        else:
+            del hooks[event]
+    return removed
+
+
+def _write(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".precedents-tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def install(
+    path: Path,
+    *,
+    python: str | None = None,
+    exec_form: bool | None = None,
+    uninstall: bool = False,
+) -> InstallReport:
+    """Add (or with ``uninstall`` remove) precedents' hooks in the settings file ``path``.
+
+    ``exec_form`` None asks ``claude --version``: exec form from 2.1.139 on or
+    when the version is unknown, shell form before.
+    """
+    data = _read(path)
+    before = json.dumps(data, sort_keys=True)
+    hooks: dict[str, Any] = dict(data.get("hooks", {}))
+    removed = _strip_ours(hooks)
+    if uninstall:
+        if not removed:
+            return InstallReport(path, "absent")
+        if hooks:
+            data["hooks"] = hooks
+        else:
+            data.pop("hooks", None)
+        _write(path, data)
+        return InstallReport(path, "uninstalled", removed=removed)
+    if exec_form is None:
+        version = claude_version()
+        exec_form = version is None or version >= ARGS_SINCE
+    interpreter = python or sys.executable
+    added = []
+    for event, mode in EVENTS.items():
+        hooks.setdefault(event, []).append(
+            {"hooks": [hook_entry(mode, python=interpreter, exec_form=exec_form)]}
+        )
+        added.append(event)
+    data["hooks"] = hooks
+    if json.dumps(data, sort_keys=True) == before:
+        return InstallReport(path, "unchanged", exec_form, removed, [])
+    _write(path, data)
+    return InstallReport(path, "installed", exec_form, removed, added)

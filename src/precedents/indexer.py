@@ -1,0 +1,275 @@
+"""Files -> chunks -> vectors -> store, by content hash.
+
+Used by ``precedents reindex`` and by the watcher alike. The model is loaded
+lazily: a corpus whose files all have their stored sha256 costs zero embedding
+calls (and no model load at all).
+
+Reading rules (each problem is reported in :class:`IndexReport`, nothing else
+is lost): a file over ``max_file_bytes`` is skipped; a file with NUL bytes is
+binary and skipped; bytes that are not UTF-8 are replaced and the file still
+indexed; a file that vanished between listing and reading is dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from precedents.chunking import (
+    chunk_document,
+    conversation_chunks,
+    parse_conversation,
+    parse_note,
+)
+from precedents.config import Settings
+from precedents.embedding import Embedder
+from precedents.secrets import mask_secrets
+from precedents.sources import Problem, SourceFile, Walk
+from precedents.store import DocumentRecord, FileRecord, Store
+
+log = logging.getLogger("precedents.indexer")
+
+EMBED_BATCH = 64
+Progress = Callable[[int, int, int], None]  # files done, files total, chunks embedded
+
+
+@dataclass
+class IndexReport:
+    """What one indexing pass did."""
+
+    files_seen: int = 0
+    files_indexed: int = 0
+    files_unchanged: int = 0
+    files_deleted: int = 0
+    chunks_embedded: int = 0
+    skipped_sessions: int = 0
+    bad_lines: int = 0
+    seconds: float = 0.0
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def chunks_per_second(self) -> float:
+        """Embedding throughput of this pass."""
+        return self.chunks_embedded / self.seconds if self.seconds > 0 else 0.0
+
+    def to_json(self) -> dict[str, object]:
+        """The ``reindex --json`` shape."""
+        return {
+            "files_seen": self.files_seen,
+            "files_indexed": self.files_indexed,
+            "files_unchanged": self.files_unchanged,
+            "files_deleted": self.files_deleted,
+            "chunks_embedded": self.chunks_embedded,
+            "skipped_sessions": self.skipped_sessions,
+            "bad_lines": self.bad_lines,
+            "seconds": round(self.seconds, 3),
+            "chunks_per_second": round(self.chunks_per_second, 1),
+            "problems": [{"path": p.path, "reason": p.reason} for p in self.problems],
+        }
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A changed file, read, masked and chunked, waiting for its vectors."""
+
+    file: FileRecord
+    doc: DocumentRecord | None
+    chunks: list[str]
+
+
+class Indexer:
+    """Brings the store in line with the source files."""
+
+    def __init__(
+        self, settings: Settings, store: Store, embedder: Callable[[], Embedder] | Embedder
+    ) -> None:
+        """``embedder`` may be a factory, called only once something needs embedding."""
+        self.settings = settings
+        self.store = store
+        self._embedder = embedder
+        self._adr_graphs: dict[Path, object] = {}
+
+    @property
+    def embedder(self) -> Embedder:
+        """The model, loaded on first use."""
+        if callable(self._embedder) and not hasattr(self._embedder, "encode_passages"):
+            self._embedder = self._embedder()
+        return self._embedder  # type: ignore[return-value]
+
+    # -- whole passes ------------------------------------------------------------
+
+    def sync(self, walk: Walk, progress: Progress | None = None) -> IndexReport:
+        """Index every changed file of ``walk`` and drop rows of files that are gone.
+
+        Only files under the walk's roots are considered gone: a folder that
+        was not part of this pass keeps its rows.
+        """
+        started = time.perf_counter()
+        report = IndexReport(problems=list(walk.problems))
+        known = self.store.files()
+        present = {str(f.path) for f in walk.files}
+        roots = [str(r) for r in walk.roots]
+        gone = [
+            p for p in known
+            if p not in present and any(p.startswith(r.rstrip("/") + "/") for r in roots)
+        ]
+        report.files_deleted = self.store.delete_files(gone)
+        self.index_files(walk.files, report, progress, known)
+        self.store.maybe_compact(force=True)
+        report.seconds = time.perf_counter() - started
+        self.store.stamp(last_indexed=f"{time.time():.3f}")
+        return report
+
+    def index_files(
+        self,
+        files: Sequence[SourceFile],
+        report: IndexReport | None = None,
+        progress: Progress | None = None,
+        known: dict[str, FileRecord] | None = None,
+    ) -> IndexReport:
+        """Index the given files (unchanged ones cost nothing); returns the report."""
+        report = report or IndexReport()
+        known = self.store.files() if known is None else known
+        pending: list[Prepared] = []
+        pending_chunks = 0
+        for done, src in enumerate(files, 1):
+            report.files_seen += 1
+            prepared = self._prepare(src, known, report)
+            if prepared is not None:
+                pending.append(prepared)
+                pending_chunks += len(prepared.chunks)
+                if pending_chunks >= EMBED_BATCH * 4:
+                    self._flush(pending, report)
+                    pending, pending_chunks = [], 0
+            if progress:
+                progress(done, len(files), report.chunks_embedded + pending_chunks)
+        self._flush(pending, report)
+        return report
+
+    def remove_paths(self, paths: Iterable[str]) -> int:
+        """Drop the rows of files that no longer exist (for the watcher)."""
+        return self.store.delete_files(paths)
+
+    # -- one file ----------------------------------------------------------------
+
+    def _prepare(
+        self, src: SourceFile, known: dict[str, FileRecord], report: IndexReport
+    ) -> Prepared | None:
+        path = str(src.path)
+        data = self._read(src.path, report)
+        if data is None:
+            if path in known:
+                report.files_deleted += self.store.delete_files([path])
+            return None
+        digest = hashlib.sha256(data).hexdigest()
+        old = known.get(path)
+        if old is not None and old.sha256 == digest and old.project == src.project:
+            report.files_unchanged += 1
+            return None
+        report.files_indexed += 1
+        doc, chunks = self._document(src, data, report)
+        file = FileRecord(path, src.kind, src.project, digest, len(data), len(chunks), time.time())
+        return Prepared(file, doc if chunks else None, chunks)
+
+    def _read(self, path: Path, report: IndexReport) -> bytes | None:
+        try:
+            size = path.stat().st_size
+            if size > self.settings.max_file_bytes:
+                report.problems.append(Problem(
+                    str(path), f"skipped: {size:,} bytes, over max_file_bytes "
+                    f"({self.settings.max_file_bytes:,})"))
+                return None
+            data = path.read_bytes()
+        except FileNotFoundError:
+            report.problems.append(Problem(str(path), "vanished before it could be read"))
+            return None
+        except OSError as exc:
+            report.problems.append(Problem(str(path), f"cannot read: {exc.strerror}"))
+            return None
+        if b"\x00" in data[:8192]:
+            report.problems.append(Problem(str(path), "skipped: binary file"))
+            return None
+        return data
+
+    def _document(
+        self, src: SourceFile, data: bytes, report: IndexReport
+    ) -> tuple[DocumentRecord | None, list[str]]:
+        if src.kind == "conversation":
+            return self._conversation(src, data, report)
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            text = data.decode("utf-8", errors="replace")
+            report.problems.append(Problem(str(src.path), "not valid UTF-8: bad bytes replaced"))
+        # Mask before parsing and chunking: a secret cut by a chunk boundary
+        # would no longer be recognisable in either half.
+        meta = parse_note(mask_secrets(text), src.path.stem)
+        for warning in meta.warnings:
+            report.problems.append(Problem(str(src.path), warning))
+        name, description, date, adr_id = meta.name, meta.description, meta.date, ""
+        if src.kind == "adr":
+            adr_id, name, date = self._adr_identity(src, name, date)
+        chunks = chunk_document(name, description, meta.body)
+        doc = DocumentRecord(src.kind, src.project, str(src.path), name, description, date, adr_id)
+        return doc, chunks
+
+    def _conversation(
+        self, src: SourceFile, data: bytes, report: IndexReport
+    ) -> tuple[DocumentRecord | None, list[str]]:
+        conv = parse_conversation(data.splitlines(), mask_secrets)
+        report.bad_lines += conv.bad_lines
+        if conv.bad_lines:
+            report.problems.append(Problem(str(src.path), f"{conv.bad_lines} malformed line(s) skipped"))
+        if not conv.interactive:
+            report.skipped_sessions += 1
+            return None, []
+        chunks = conversation_chunks(conv)
+        doc = DocumentRecord("conversation", src.project, str(src.path), conv.title, "", conv.date)
+        return doc, chunks
+
+    def _adr_identity(self, src: SourceFile, name: str, date: str) -> tuple[str, str, str]:
+        """The ADR's id, title and date as the ADR graph reads them (one parser for all)."""
+        from precedents.adr_graph import build_graph
+
+        folder = src.path.parent
+        graph = self._adr_graphs.get(folder)
+        if graph is None:
+            cache = self.settings.cache_dir / "adr"
+            graph = build_graph(folder, cache)
+            self._adr_graphs[folder] = graph
+        record = graph.record_for_path(src.path)  # type: ignore[attr-defined]
+        if record is None:
+            return "", name, date
+        return str(record.id), str(record.title or name), str(record.date or date)
+
+    # -- embedding and writing ---------------------------------------------------
+
+    def _flush(self, pending: list[Prepared], report: IndexReport) -> None:
+        if not pending:
+            return
+        texts = [c for p in pending for c in p.chunks]
+        vectors = self._embed(texts)
+        items: list[tuple[FileRecord, DocumentRecord | None, list[str], NDArray[np.float32]]] = []
+        offset = 0
+        for p in pending:
+            n = len(p.chunks)
+            items.append((p.file, p.doc, p.chunks, vectors[offset: offset + n]))
+            offset += n
+        self.store.replace_documents(items)
+        report.chunks_embedded += len(texts)
+
+    def _embed(self, texts: list[str]) -> NDArray[np.float32]:
+        if not texts:
+            return np.zeros((0, self.store.dimension), dtype=np.float32)
+        parts = [
+            self.embedder.encode_passages(texts[i: i + EMBED_BATCH])
+            for i in range(0, len(texts), EMBED_BATCH)
+        ]
+        return np.concatenate(parts)

@@ -1,0 +1,33 @@
+"""``python -m precedents.query_daemon``: the daemon as the hook starts it in the background.
+
+No typer, no output (the hook sends it to nowhere): settings, file logging,
+serve. A second start while one runs exits 0 quietly, since several hooks may
+race to start it.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> int:
+    """Serve until idle; 0 when another daemon already runs, 1 on an error."""
+    from precedents.config import load_settings, private_umask
+    from precedents.errors import PrecedentsError
+    from precedents.query_daemon.server import DaemonRunning, configure_logging, serve
+
+    private_umask()
+    try:
+        settings = load_settings()
+        configure_logging(settings)
+        serve(settings)
+    except DaemonRunning:
+        return 0
+    except PrecedentsError as exc:
+        print(f"precedents: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""The text the hook injects: a header line, then one line per record (SPEC §2, §5).
+
+Line shapes::
+
+    note  name — description (path)
+    rule  name — description (path)
+    MARK adr  ID title (path)          (a live ADR has no mark: "adr  ID title (path)")
+    conversation  YYYY-MM-DD title (path)
+
+The byte cap counts UTF-8 over the whole line the hook prints: the JSON
+envelope (``ensure_ascii=False``) plus its newline, so a cap of 1,024 means the
+hook writes at most 1,024 bytes. Fitting, in this order:
+
+1. Records are taken in display order; one that does not fit even with its
+   shrinkable text emptied is left out whole (and later, shorter ones may
+   still fit).
+2. The shrinkable text (a note's or rule's description, an ADR's or a
+   conversation's title) is cut to the same number of characters on every
+   line, the largest number that fits, with "…" marking a cut.
+3. Names, IDs, dates, paths and ADR marks never shrink: the mark is the whole
+   point of showing a replaced decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from precedents.query_daemon.protocol import EVENT_PROMPT, HEADER, printed_bytes
+from precedents.query_daemon.selection import Selection
+from precedents.store.schema import DocumentRecord
+
+ELLIPSIS = "…"
+
+
+@dataclass(frozen=True)
+class LineParts:
+    """One record's line as a fixed head, a shrinkable middle and a fixed tail."""
+
+    head: str
+    joiner: str  # between head and middle; dropped with an empty middle
+    middle: str
+    tail: str
+
+    def render(self, limit: int) -> str:
+        middle = _cut(self.middle, limit)
+        return f"{self.head}{self.joiner}{middle}{self.tail}" if middle else self.head + self.tail
+
+
+def _clean(text: str) -> str:
+    # One record, one line: newlines or tabs in a description would break that.
+    return " ".join(text.split())
+
+
+def _cut(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    if limit <= 1:
+        return ""
+    return text[: limit - 1].rstrip() + ELLIPSIS
+
+
+def line_parts(record: DocumentRecord, mark: str = "") -> LineParts:
+    """The pieces of ``record``'s line; ``mark`` is its ADR mark ('' when live)."""
+    name = _clean(record.name) or PurePath(record.path).stem
+    # A control character in a file name would break "one record, one line".
+    tail = " (" + "".join("?" if ord(c) < 32 else c for c in record.path) + ")"
+    if record.kind == "adr":
+        ident = _clean(record.adr_id)
+        head = f"{_clean(mark)} adr  " if mark else "adr  "
+        # Without an id the title follows "adr  " directly (and may still shrink).
+        return (
+            LineParts(head + ident, " ", name, tail)
+            if ident
+            else LineParts(head[:-1], " ", name, tail)
+        )
+    if record.kind == "conversation":
+        return LineParts(f"conversation  {_clean(record.date)[:10]}".rstrip(), " ", name, tail)
+    return LineParts(f"{record.kind}  {name}", " — ", _clean(record.description), tail)
+
+
+def fit_lines(
+    parts: Sequence[LineParts], byte_cap: int, event: str = EVENT_PROMPT, header: str = HEADER
+) -> str | None:
+    """``header`` plus as many of ``parts`` as fit in ``byte_cap``, shrunk as the module says."""
+
+    def text(kept: Sequence[LineParts], limit: int) -> str:
+        return "\n".join([header, *(p.render(limit) for p in kept)])
+
+    def fits(kept: Sequence[LineParts], limit: int) -> bool:
+        return printed_bytes(text(kept, limit), event) <= byte_cap
+
+    kept: list[LineParts] = []
+    for p in parts:
+        if fits([*kept, p], 0):
+            kept.append(p)
+    if not kept:
+        return None
+    longest = max(len(p.middle) for p in kept)
+    if fits(kept, longest):
+        return text(kept, longest)
+    lo, hi = 0, longest - 1  # fits(lo) holds; find the largest limit that fits
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(kept, mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return text(kept, lo)
+
+
+def format_context(selection: Selection, mark_for: Callable[[DocumentRecord], str]) -> str | None:
+    """The ``additionalContext`` for ``selection``, or None when nothing is to be shown.
+
+    ``mark_for`` gives an ADR record's SPEC §4 mark ('' for a live one); it is
+    called for ADRs only.
+    """
+    if not selection.chosen or selection.byte_cap <= 0:
+        return None
+    parts = [
+        line_parts(h.record, mark_for(h.record) if h.record.kind == "adr" else "")
+        for h in selection.chosen
+    ]
+    return fit_lines(parts, selection.byte_cap)

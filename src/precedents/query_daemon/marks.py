@@ -1,0 +1,62 @@
+"""ADR marks for injected lines, from the one ADR graph (SPEC §4).
+
+The folder of an ADR hit is its path's parent; its graph is built (or read
+from the graph's own content-hash cache) once per folder and kept until the
+store changes, since the watcher re-indexes whenever an ADR file changes.
+
+When the graph cannot say (the graph fails, or the record is not in it), the
+mark is ``status unknown``: a record whose status is not known must never be
+shown as if it were current.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from threading import Lock
+from typing import Any
+
+from precedents.store.schema import DocumentRecord
+
+log = logging.getLogger("precedents.daemon")
+
+UNKNOWN_MARK = "status unknown"
+
+
+class AdrMarks:
+    """Marks of ADR records, with one graph per ADR folder, dropped on :meth:`invalidate`."""
+
+    def __init__(self, cache_dir: Path | None) -> None:
+        self.cache_dir = cache_dir
+        self._graphs: dict[Path, Any] = {}
+        self._lock = Lock()
+
+    def invalidate(self) -> None:
+        """Forget every graph (the store changed: an ADR may have changed)."""
+        with self._lock:
+            self._graphs.clear()
+
+    def _graph(self, folder: Path) -> Any:
+        with self._lock:
+            if folder in self._graphs:
+                return self._graphs[folder]
+        from precedents.adr_graph import build_graph
+
+        graph = build_graph(folder, self.cache_dir)
+        with self._lock:
+            self._graphs[folder] = graph
+        return graph
+
+    def mark_for(self, record: DocumentRecord) -> str:
+        """The SPEC §4 mark of an ADR record ('' when live, ``status unknown`` when unsure)."""
+        if record.kind != "adr":
+            return ""
+        path = Path(record.path)
+        try:
+            found = self._graph(path.parent).record_for_path(path)
+        except Exception as exc:  # a broken ADR folder must not break the hook's answer
+            log.warning("ADR graph for %s failed: %s", path.parent, exc)
+            return UNKNOWN_MARK
+        if found is None:
+            return UNKNOWN_MARK
+        return str(getattr(found, "mark", UNKNOWN_MARK) or "")

@@ -1,0 +1,141 @@
+"""Which ranked records, if any, are worth injecting (SPEC §5): pure functions.
+
+The rule, over notes, rules and ADRs only (conversations are long, score high
+against almost anything, and would shrink the gap):
+
+- ``top`` = best score; ``gap`` = top − mean of ranks 2..11.
+- top < min_top → nothing ("below-top"); gap < min_gap → nothing ("small-gap").
+- gap < wide_gap → the top 3, 1,024-byte cap ("narrow": nothing stands out
+  much, so show a few, briefly).
+- otherwise → up to 3 within ``near_top`` of the top, 2,048-byte cap ("wide":
+  one or two records stand out clearly).
+
+Decisions where the SPEC is silent, written down here and in docs/daemon.md:
+
+- Conversations never decide *whether* something is shown; they only join a
+  set the documents already earned. A conversation is eligible when its score
+  is within ``near_top`` of the best document's, at most one is shown, and it
+  takes its place in score order among the at most 3 chosen.
+- With fewer than two documents, the missing ranks of the mean count as 0, so
+  a single document above ``min_top`` stands out (gap = top).
+- "A current-project note close to the top goes before a shared rule": a note
+  of the current project whose score is within ``near_top`` of the top moves
+  ahead of every shared rule (project ``*``) ranked above it; nothing else is
+  reordered. Only the display order changes, which matters because lines at
+  the end are the first to go when the byte cap bites.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from precedents.config import Thresholds
+from precedents.store.schema import SHARED_PROJECT, DocumentHit
+
+MAX_SHOWN = 3
+MAX_CONVERSATIONS = 1
+NARROW_CAP_BYTES = 1024
+WIDE_CAP_BYTES = 2048
+GAP_RANKS = 10  # ranks 2..11
+DOCUMENT_KINDS = frozenset({"note", "rule", "adr"})
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The outcome of :func:`select`: what to show, within which byte cap, and why."""
+
+    chosen: tuple[DocumentHit, ...]  # in display order
+    byte_cap: int  # 0 when nothing is chosen
+    top: float  # best score among notes/rules/ADRs (0.0 if none)
+    gap: float  # top - mean(ranks 2..11) over notes/rules/ADRs only
+    reason: str  # "below-top" | "small-gap" | "narrow" | "wide" | "empty"
+
+    @property
+    def injected(self) -> bool:
+        """Whether anything is chosen."""
+        return bool(self.chosen)
+
+
+def gap_of(scores: Sequence[float]) -> float:
+    """``scores[0]`` minus the mean of ``scores[1:11]`` (missing ranks count as 0)."""
+    if not scores:
+        return 0.0
+    rest = list(scores[1 : 1 + GAP_RANKS])
+    mean = sum(rest) / len(rest) if rest else 0.0
+    return scores[0] - mean
+
+
+def select(hits: Sequence[DocumentHit], thresholds: Thresholds, current_project: str) -> Selection:
+    """Apply the SPEC §5 selection rule to ``hits`` (all kinds, any order).
+
+    ``current_project`` is the project root the query was made for; a note of
+    that project (or of an unresolved Claude Code key of it) counts as the
+    current project's for ordering ahead of shared rules.
+    """
+    ranked = sorted(hits, key=lambda h: -h.score)
+    docs = [h for h in ranked if h.record.kind in DOCUMENT_KINDS]
+    if not docs:
+        return Selection((), 0, 0.0, 0.0, "empty")
+    top = docs[0].score
+    gap = gap_of([h.score for h in docs])
+    if top < thresholds.min_top:
+        return Selection((), 0, top, gap, "below-top")
+    if gap < thresholds.min_gap:
+        return Selection((), 0, top, gap, "small-gap")
+
+    floor = top - thresholds.near_top
+    wide = gap >= thresholds.wide_gap
+    chosen: list[DocumentHit] = []
+    conversations = 0
+    for hit in ranked:
+        if len(chosen) >= MAX_SHOWN:
+            break
+        if hit.record.kind == "conversation":
+            if conversations >= MAX_CONVERSATIONS or hit.score < floor:
+                continue
+            conversations += 1
+        elif hit.record.kind not in DOCUMENT_KINDS:
+            continue
+        elif wide and hit.score < floor:
+            # Ranked order: every later document is below the floor too, but a
+            # conversation cannot be either, so the loop may stop here.
+            break
+        chosen.append(hit)
+    ordered = _notes_before_rules(chosen, floor, current_project)
+    return Selection(
+        tuple(ordered),
+        WIDE_CAP_BYTES if wide else NARROW_CAP_BYTES,
+        top,
+        gap,
+        "wide" if wide else "narrow",
+    )
+
+
+def _is_current_note(hit: DocumentHit, current_project: str) -> bool:
+    project = hit.record.project
+    if hit.record.kind != "note" or project == SHARED_PROJECT:
+        return False
+    # Searches are scoped to the current project's keys and shared rules, so a
+    # non-shared key is the current project's (an unresolved `claude:` key too).
+    return not current_project or project == current_project or project.startswith("claude:")
+
+
+def _notes_before_rules(
+    chosen: list[DocumentHit], floor: float, current_project: str
+) -> list[DocumentHit]:
+    out = list(chosen)
+    for note in [h for h in chosen if h.score >= floor and _is_current_note(h, current_project)]:
+        idx = out.index(note)
+        first_rule = next(
+            (
+                i
+                for i, h in enumerate(out[:idx])
+                if h.record.kind == "rule" and h.record.project == SHARED_PROJECT
+            ),
+            None,
+        )
+        if first_rule is not None:
+            out.pop(idx)
+            out.insert(first_rule, note)
+    return out

@@ -1,0 +1,281 @@
+"""What is indexed: kinds, projects, Claude Code folder discovery, and file walking.
+
+The walk lives here so the watcher and ``reindex`` share it. It never raises for
+a bad folder or file: every problem (permission denied, symlink loop, a file
+that vanished) becomes a :class:`Problem` in the result and the rest goes on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from precedents.config import Settings
+from precedents.errors import UsageError
+from precedents.store.schema import SHARED_PROJECT
+
+log = logging.getLogger("precedents.sources")
+
+CLAUDE_NAME_LIMIT = 200
+MEMORY_INDEX = "MEMORY.md"
+UNRESOLVED_PREFIX = "claude:"
+# Cursor-style rules are `.mdc` (markdown with front matter); ADRs are `.md` only.
+MARKDOWN = (".md", ".mdc")
+JSONL = (".jsonl",)
+
+
+@dataclass(frozen=True)
+class SourceDir:
+    """A folder whose files of one kind belong to one project."""
+
+    kind: str
+    root: Path
+    project: str
+    suffix: tuple[str, ...] = (".md",)
+    recursive: bool = False
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One file to index."""
+
+    path: Path
+    kind: str
+    project: str
+    root: Path
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A file or folder that could not be (fully) read, with the reason."""
+
+    path: str
+    reason: str
+
+
+@dataclass
+class Walk:
+    """The files found under some sources, and what went wrong on the way."""
+
+    files: list[SourceFile] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    roots: list[Path] = field(default_factory=list)
+
+
+# -- projects ---------------------------------------------------------------------
+
+
+def encode_project_path(path: str) -> str:
+    """Claude Code's folder name for a project path (SPEC §2).
+
+    Every character outside ``[a-zA-Z0-9]`` becomes ``-``; names over 200
+    characters are cut to 200 plus ``-<hash>`` (so long ones match by prefix).
+    """
+    encoded = re.sub(r"[^a-zA-Z0-9]", "-", path)
+    if len(encoded) > CLAUDE_NAME_LIMIT:
+        digest = hashlib.sha256(path.encode()).hexdigest()[:8]
+        encoded = f"{encoded[:CLAUDE_NAME_LIMIT]}-{digest}"
+    return encoded
+
+
+def project_root(path: str | Path) -> str:
+    """A project's identity: the absolute path of the git root above ``path``, or ``path``."""
+    start = Path(path).expanduser().absolute()
+    return _git_root(str(start))
+
+
+@lru_cache(maxsize=256)
+def _git_root(start: str) -> str:
+    # Walking up for `.git` is what git does, without a 5-10 ms subprocess.
+    current = Path(start)
+    for candidate in (current, *current.parents):
+        if (candidate / ".git").exists():
+            return str(candidate)
+    return start
+
+
+def project_keys(root: str) -> list[str]:
+    """Every project key rows of ``root`` may be stored under, plus shared rules."""
+    return [root, UNRESOLVED_PREFIX + encode_project_path(root), SHARED_PROJECT]
+
+
+def claude_folder_matches(folder_name: str, root: str) -> bool:
+    """Whether a ``~/.claude/projects`` folder name belongs to project ``root``."""
+    encoded = encode_project_path(root)
+    if len(encoded) > CLAUDE_NAME_LIMIT:
+        return folder_name.startswith(encoded[:CLAUDE_NAME_LIMIT])
+    return folder_name == encoded
+
+
+def resolve_claude_project(folder: Path) -> str:
+    """The project root a Claude Code project folder stands for.
+
+    The folder name cannot be decoded (``-`` is ambiguous), so the ``cwd``
+    recorded in its transcripts is used; failing that the name is kept as an
+    unresolved key that :func:`project_keys` still matches at query time.
+    """
+    for cwd in _transcript_cwds(folder):
+        root = project_root(cwd)
+        if claude_folder_matches(folder.name, cwd) or claude_folder_matches(folder.name, root):
+            return root
+    return UNRESOLVED_PREFIX + folder.name
+
+
+def _transcript_cwds(folder: Path) -> Iterator[str]:
+    try:
+        logs = sorted(folder.glob("*.jsonl"))
+    except OSError:
+        return
+    for log_path in logs[:20]:
+        try:
+            with log_path.open("rb") as fh:
+                for _, raw in zip(range(50), fh, strict=False):
+                    try:
+                        obj = json.loads(raw)
+                    except ValueError:
+                        continue
+                    if isinstance(obj, dict) and isinstance(obj.get("cwd"), str):
+                        yield obj["cwd"]
+                        break
+        except OSError:
+            continue
+
+
+# -- discovery --------------------------------------------------------------------
+
+
+def claude_sources(claude_dir: Path) -> list[SourceDir]:
+    """Notes and conversation logs under Claude Code's ``projects/`` folder, plus ``rules/``."""
+    out: list[SourceDir] = []
+    projects = claude_dir / "projects"
+    try:
+        folders = sorted(p for p in projects.iterdir() if p.is_dir())
+    except OSError:
+        folders = []
+    for folder in folders:
+        project = resolve_claude_project(folder)
+        out.append(SourceDir("conversation", folder, project, JSONL))
+        if (folder / "memory").is_dir():
+            out.append(SourceDir("note", folder / "memory", project, MARKDOWN))
+    if (claude_dir / "rules").is_dir():
+        out.append(SourceDir("rule", claude_dir / "rules", SHARED_PROJECT, MARKDOWN, recursive=True))
+    return out
+
+
+def configured_sources(
+    settings: Settings,
+    *,
+    notes: Iterable[Path] = (),
+    rules: Iterable[Path] = (),
+    adrs: Iterable[Path] = (),
+    conversations: Iterable[Path] = (),
+    project: str | None = None,
+) -> list[SourceDir]:
+    """Every source folder: Claude Code's, the config file's, and the ones given here.
+
+    Folders given here (the CLI's ``--notes`` etc.) belong to ``project`` (default:
+    the current directory's root) and must exist. When any is given, only they
+    are indexed, so a test or benchmark can index one folder alone.
+    """
+    explicit = {"note": list(notes), "rule": list(rules), "adr": list(adrs),
+                "conversation": list(conversations)}
+    if any(explicit.values()):
+        proj = project_root(project) if project else project_root(Path.cwd())
+        out = []
+        for kind, dirs in explicit.items():
+            for d in dirs:
+                if not d.is_dir():
+                    raise UsageError(f"{d}: no such folder")
+                owner = SHARED_PROJECT if kind == "rule" else proj
+                suffix = JSONL if kind == "conversation" else MARKDOWN
+                out.append(SourceDir(kind, d.absolute(), owner, suffix, recursive=kind != "conversation"))
+        return out
+    out = claude_sources(settings.claude_dir) if settings.discover_claude else []
+    for d in settings.notes:
+        out.append(SourceDir("note", d, project_root(d), MARKDOWN, recursive=True))
+    for d in settings.rules:
+        out.append(SourceDir("rule", d, SHARED_PROJECT, MARKDOWN, recursive=True))
+    for d in settings.conversations:
+        out.append(SourceDir("conversation", d, project_root(d), JSONL))
+    for d in [*settings.adrs, *_repo_adr_dirs(settings.repos)]:
+        out.append(SourceDir("adr", d, project_root(d), (".md",), recursive=True))
+    return out
+
+
+def _repo_adr_dirs(repos: Iterable[Path]) -> list[Path]:
+    repos = list(repos)
+    if not repos:
+        return []
+    from precedents.adr_graph import find_adr_dirs
+
+    found: list[Path] = []
+    for repo in repos:
+        found.extend(find_adr_dirs(repo))
+    return found
+
+
+# -- walking ----------------------------------------------------------------------
+
+
+def walk(sources: Iterable[SourceDir]) -> Walk:
+    """List the files of every source; unreadable folders and loops become problems."""
+    result = Walk()
+    seen: set[Path] = set()
+    for src in sources:
+        result.roots.append(src.root)
+        for path in _walk_dir(src, result.problems):
+            if path in seen:
+                continue
+            seen.add(path)
+            result.files.append(SourceFile(path, src.kind, src.project, src.root))
+    return result
+
+
+def _walk_dir(src: SourceDir, problems: list[Problem]) -> Iterator[Path]:
+    visited: set[tuple[int, int]] = set()
+    stack = [src.root]
+    while stack:
+        folder = stack.pop()
+        try:
+            st = folder.stat()
+        except OSError as exc:
+            problems.append(Problem(str(folder), f"cannot open folder: {exc.strerror}"))
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in visited:
+            problems.append(Problem(str(folder), "symlink loop: folder already visited"))
+            continue
+        visited.add(key)
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError as exc:
+            problems.append(Problem(str(folder), f"cannot list folder: {exc.strerror}"))
+            continue
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            path = Path(entry.path)
+            try:
+                if entry.is_dir():
+                    if src.recursive:
+                        stack.append(path)
+                    continue
+                is_file = entry.is_file()
+            except OSError as exc:
+                problems.append(Problem(str(path), f"cannot stat: {exc.strerror}"))
+                continue
+            if not is_file:
+                if entry.is_symlink():
+                    problems.append(Problem(str(path), "broken or looping symlink"))
+                continue
+            if entry.name.endswith(src.suffix) and not (
+                src.kind == "note" and entry.name == MEMORY_INDEX
+            ):
+                yield path

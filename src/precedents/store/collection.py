@@ -1,0 +1,394 @@
+"""The one object that owns the LanceDB store: schema, content-hash dedup, search.
+
+Design notes (measured facts in SPEC §3):
+- A changed file's rows are replaced by one ``merge_insert`` keyed on chunk id
+  with ``when_not_matched_by_source_delete`` scoped to that file's path: one
+  atomic commit, so a reader never sees the file missing.
+- Writes are batched (~1,024 rows a commit): layout decides flat-scan speed.
+- Every commit is a version; :meth:`Store.maybe_compact` compacts after a number
+  of commits, keeping a margin of minutes so a reader refreshing its view never
+  meets a deleted version.
+- The model id and dimension are recorded in the meta table; opening a store
+  built with another model raises :class:`ModelMismatch` (callers then rebuild:
+  a mixed table is never allowed).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from numpy.typing import NDArray
+
+from precedents.config import ensure_private_dir, private_umask
+from precedents.errors import ModelMismatch, StoreError
+from precedents.store.schema import (
+    CHUNKS,
+    FILES,
+    FILES_SCHEMA,
+    META,
+    META_SCHEMA,
+    DocumentHit,
+    DocumentRecord,
+    FileRecord,
+    chunks_schema,
+)
+
+log = logging.getLogger("precedents.store")
+
+WRITE_BATCH_ROWS = 1024
+COMPACT_EVERY_COMMITS = 50
+CLEANUP_MARGIN = timedelta(minutes=10)
+_DOC_KINDS = ("note", "rule", "adr")
+
+
+def _sql_str(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _in_list(column: str, values: Iterable[str]) -> str:
+    vals = sorted(set(values))
+    return f"{column} IN ({', '.join(_sql_str(v) for v in vals)})" if vals else "false"
+
+
+class Store:
+    """The chunk, file and meta tables of one LanceDB folder."""
+
+    def __init__(
+        self,
+        path: Path,
+        model_id: str,
+        dimension: int,
+        *,
+        reader: bool = False,
+        create: bool = True,
+    ) -> None:
+        """Open (or create) the store at ``path`` for vectors of ``model_id``/``dimension``.
+
+        ``reader=True`` makes every query see other processes' commits (the
+        daemon reads while the watcher writes).
+        """
+        import lancedb
+
+        private_umask()
+        self.path = path
+        self.model_id = model_id
+        self.dimension = dimension
+        self._commits = 0
+        if not create and not path.exists():
+            raise StoreError(f"no index at {path}; run `precedents reindex` first")
+        ensure_private_dir(path)
+        interval = timedelta(0) if reader else None
+        try:
+            self._db = lancedb.connect(path, read_consistency_interval=interval)
+            self._chunks = self._open_or_create(CHUNKS, chunks_schema(dimension))
+            self._files = self._open_or_create(FILES, FILES_SCHEMA)
+            self._meta = self._open_or_create(META, META_SCHEMA)
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise StoreError(f"cannot open the index at {path}: {exc}") from exc
+        self._check_model()
+
+    # -- opening ---------------------------------------------------------------
+
+    def _open_or_create(self, name: str, schema: pa.Schema) -> Any:
+        if name in self._table_names():
+            return self._db.open_table(name)
+        return self._db.create_table(name, schema=schema, exist_ok=True)
+
+    def _table_names(self) -> list[str]:
+        result = self._db.list_tables()
+        names = getattr(result, "tables", result)
+        return [str(n) for n in names]
+
+    def _check_model(self) -> None:
+        meta = self.meta()
+        stored_model, stored_dim = meta.get("model"), meta.get("dimension")
+        if stored_model is None:
+            self.set_meta({"model": self.model_id, "dimension": str(self.dimension)})
+            return
+        if stored_model != self.model_id or stored_dim != str(self.dimension):
+            raise ModelMismatch(
+                f"the index was built with {stored_model} ({stored_dim}d), not "
+                f"{self.model_id} ({self.dimension}d); run `precedents reindex --full`"
+            )
+
+    @classmethod
+    def stored_model(cls, path: Path) -> tuple[str, int] | None:
+        """The (model id, dimension) an existing store was built with, or None."""
+        import lancedb
+
+        if not path.exists():
+            return None
+        try:
+            db = lancedb.connect(path)
+            tbl = db.open_table(META)
+            rows = {r["key"]: r["value"] for r in tbl.to_arrow().to_pylist()}
+        except (OSError, ValueError, RuntimeError):
+            return None
+        if "model" not in rows:
+            return None
+        return rows["model"], int(rows.get("dimension") or 0)
+
+    @staticmethod
+    def drop(path: Path) -> None:
+        """Delete the whole store folder (it is derived data: a reindex rebuilds it)."""
+        import shutil
+
+        if path.exists():
+            shutil.rmtree(path)
+
+    # -- meta ------------------------------------------------------------------
+
+    def meta(self) -> dict[str, str]:
+        """Key/value facts recorded with the store (model, dimension, last index time...)."""
+        rows = self._meta.to_arrow().to_pylist()
+        return {str(r["key"]): str(r["value"]) for r in rows}
+
+    def set_meta(self, values: dict[str, str]) -> None:
+        """Record ``values`` in the meta table (one commit)."""
+        data = pa.table(
+            {"key": list(values), "value": [values[k] for k in values]}, schema=META_SCHEMA
+        )
+        (
+            self._meta.merge_insert("key")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute(data)
+        )
+
+    # -- files -----------------------------------------------------------------
+
+    def files(self) -> dict[str, FileRecord]:
+        """Every indexed file by path."""
+        rows = self._files.to_arrow().to_pylist()
+        return {r["path"]: FileRecord(**r) for r in rows}
+
+    def file_hash(self, path: str) -> str | None:
+        """The sha256 a file had when it was last indexed, or None."""
+        rows = self._files.search().where(f"path = {_sql_str(path)}").limit(1).to_list()
+        return str(rows[0]["sha256"]) if rows else None
+
+    # -- writing ---------------------------------------------------------------
+
+    def replace_documents(
+        self,
+        items: Sequence[tuple[FileRecord, DocumentRecord | None, Sequence[str], NDArray[np.float32]]],
+    ) -> None:
+        """Replace the rows of each file with its new chunks, in batched atomic commits.
+
+        Each item is (file row, document, chunk texts, vectors). A file with no
+        document (an automated session, an empty note) keeps only its file row,
+        so an unchanged file is recognised by its hash next time.
+        """
+        batch: list[tuple[FileRecord, DocumentRecord | None, Sequence[str], NDArray[np.float32]]] = []
+        rows = 0
+        for item in items:
+            batch.append(item)
+            rows += len(item[2])
+            if rows >= WRITE_BATCH_ROWS:
+                self._write_batch(batch)
+                batch, rows = [], 0
+        if batch:
+            self._write_batch(batch)
+
+    def _write_batch(
+        self,
+        batch: Sequence[tuple[FileRecord, DocumentRecord | None, Sequence[str], NDArray[np.float32]]],
+    ) -> None:
+        columns: dict[str, list[Any]] = {f.name: [] for f in chunks_schema(self.dimension)}
+        vectors: list[NDArray[np.float32]] = []
+        for file, doc, texts, vecs in batch:
+            if doc is None or not texts:
+                continue
+            if vecs.shape != (len(texts), self.dimension):
+                raise StoreError(f"{file.path}: {vecs.shape} vectors for {len(texts)} chunks")
+            for i, text in enumerate(texts):
+                columns["chunk_id"].append(f"{doc.doc_id}#{i}")
+                columns["doc_id"].append(doc.doc_id)
+                columns["kind"].append(doc.kind)
+                columns["project"].append(doc.project)
+                columns["path"].append(doc.path)
+                columns["name"].append(doc.name)
+                columns["description"].append(doc.description)
+                columns["date"].append(doc.date)
+                columns["adr_id"].append(doc.adr_id)
+                columns["chunk_index"].append(i)
+                columns["text"].append(text)
+                columns["source_hash"].append(file.sha256)
+            vectors.append(vecs)
+        schema = chunks_schema(self.dimension)
+        flat = (
+            np.concatenate(vectors).reshape(-1)
+            if vectors
+            else np.zeros(0, dtype=np.float32)
+        )
+        columns["vector"] = pa.FixedSizeListArray.from_arrays(  # type: ignore[assignment]
+            pa.array(flat, type=pa.float32()), self.dimension
+        )
+        data = pa.table(columns, schema=schema)
+        paths = [file.path for file, *_ in batch]
+        try:
+            (
+                self._chunks.merge_insert("chunk_id")
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+                .when_not_matched_by_source_delete(_in_list("path", paths))
+                .execute(data)
+            )
+            self._upsert_files([file for file, *_ in batch])
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise StoreError(f"writing to the index failed: {exc}") from exc
+        self._commits += 2
+
+    def _upsert_files(self, files: Sequence[FileRecord]) -> None:
+        data = pa.table(
+            {f.name: [getattr(r, f.name) for r in files] for f in FILES_SCHEMA}, schema=FILES_SCHEMA
+        )
+        (
+            self._files.merge_insert("path")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute(data)
+        )
+
+    def delete_files(self, paths: Iterable[str]) -> int:
+        """Remove every row of the given source files; returns how many files were known."""
+        paths = sorted(set(paths))
+        if not paths:
+            return 0
+        known = [p for p in paths if p in self.files()]
+        where = _in_list("path", paths)
+        try:
+            self._chunks.delete(where)
+            self._files.delete(where)
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise StoreError(f"deleting from the index failed: {exc}") from exc
+        self._commits += 2
+        return len(known)
+
+    # -- maintenance -----------------------------------------------------------
+
+    def maybe_compact(self, force: bool = False) -> bool:
+        """Compact and clean old versions after many commits (or when forced)."""
+        if not force and self._commits < COMPACT_EVERY_COMMITS:
+            return False
+        for tbl in (self._chunks, self._files, self._meta):
+            try:
+                tbl.optimize(cleanup_older_than=CLEANUP_MARGIN)
+            except (OSError, ValueError, RuntimeError) as exc:
+                log.warning("compaction of %s failed: %s", tbl.name, exc)
+        self._commits = 0
+        return True
+
+    def refresh(self) -> None:
+        """See the latest commits of other processes (after a 'Not found' error)."""
+        for tbl in (self._chunks, self._files, self._meta):
+            tbl.checkout_latest()
+
+    # -- reading ---------------------------------------------------------------
+
+    def count(self, kind: str | None = None) -> int:
+        """Chunk rows, of one kind or all."""
+        return int(self._chunks.count_rows(f"kind = {_sql_str(kind)}" if kind else None))
+
+    def counts(self) -> dict[tuple[str, str], dict[str, int]]:
+        """Documents and chunks per (kind, project)."""
+        tbl = self._files.to_arrow()
+        out: dict[tuple[str, str], dict[str, int]] = {}
+        for row in tbl.to_pylist():
+            key = (row["kind"], row["project"])
+            entry = out.setdefault(key, {"files": 0, "documents": 0, "chunks": 0})
+            entry["files"] += 1
+            entry["documents"] += 1 if row["chunks"] else 0
+            entry["chunks"] += int(row["chunks"] or 0)
+        return out
+
+    def size_bytes(self) -> int:
+        """Bytes on disk, every version included."""
+        return sum(p.stat().st_size for p in self.path.rglob("*") if p.is_file())
+
+    def all_vectors(
+        self, projects: Sequence[str]
+    ) -> tuple[list[dict[str, Any]], NDArray[np.float32]]:
+        """Metadata rows and the vector matrix of the given projects (for in-memory search)."""
+        cols = ["doc_id", "kind", "project", "path", "name", "description", "date", "adr_id",
+                "chunk_index", "vector"]
+        tbl = self._chunks.search().where(_in_list("project", projects)).select(cols)
+        arrow = tbl.limit(None).to_arrow()
+        vec_col = arrow.column("vector").combine_chunks()
+        matrix = vec_col.values.to_numpy(zero_copy_only=False).reshape(-1, self.dimension)
+        meta = arrow.drop_columns(["vector"]).to_pylist()
+        return meta, np.ascontiguousarray(matrix, dtype=np.float32)
+
+    def search(
+        self,
+        vector: NDArray[np.float32],
+        projects: Sequence[str],
+        k: int = 10,
+        kinds: Sequence[str] | None = None,
+    ) -> list[DocumentHit]:
+        """Documents of ``projects`` ranked by their best chunk's cosine similarity.
+
+        Notes, rules and ADRs have at most 6 chunks, so fetching 6×(k+11)
+        chunks is enough for exact ranks down to k+11 (the selection gap uses
+        ranks 2..11). Conversations are searched apart so a long one cannot
+        crowd the documents out.
+        """
+        kinds = list(kinds) if kinds else ["note", "rule", "adr", "conversation"]
+        hits: list[DocumentHit] = []
+        doc_kinds = [kd for kd in kinds if kd in _DOC_KINDS]
+        if doc_kinds:
+            hits += self._search(vector, projects, doc_kinds, 6 * (k + 11))
+        if "conversation" in kinds:
+            hits += self._search(vector, projects, ["conversation"], 200)
+        hits.sort(key=lambda h: -h.score)
+        return hits if k <= 0 else hits[: max(k, 0)]
+
+    def _search(
+        self, vector: NDArray[np.float32], projects: Sequence[str], kinds: Sequence[str], limit: int
+    ) -> list[DocumentHit]:
+        where = f"{_in_list('project', projects)} AND {_in_list('kind', kinds)}"
+        query = (
+            self._chunks.search(np.asarray(vector, dtype=np.float32).reshape(-1), vector_column_name="vector")
+            .distance_type("cosine")
+            .where(where, prefilter=True)
+            .select(["doc_id", "kind", "project", "path", "name", "description", "date",
+                     "adr_id", "chunk_index", "_distance"])
+            .limit(limit)
+        )
+        try:
+            rows = query.to_list()
+        except (OSError, ValueError, RuntimeError) as exc:
+            if "Not found" in str(exc):
+                self.refresh()
+                rows = query.to_list()
+            else:
+                raise StoreError(f"search failed: {exc}") from exc
+        best: dict[str, DocumentHit] = {}
+        for row in rows:
+            score = 1.0 - float(row["_distance"])
+            doc_id = row["doc_id"]
+            if doc_id in best and best[doc_id].score >= score:
+                continue
+            record = DocumentRecord(
+                kind=row["kind"], project=row["project"], path=row["path"], name=row["name"] or "",
+                description=row["description"] or "", date=row["date"] or "",
+                adr_id=row["adr_id"] or "",
+            )
+            best[doc_id] = DocumentHit(record, score, int(row["chunk_index"]))
+        return list(best.values())
+
+    def stamp(self, **values: str) -> None:
+        """Record facts such as the last index time in the meta table."""
+        self.set_meta({k: v for k, v in values.items()})
+
+
+def now() -> float:
+    """Wall-clock seconds, for ``indexed_at``."""
+    return time.time()

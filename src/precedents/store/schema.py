@@ -1,0 +1,108 @@
+"""Row types and Arrow schemas of the store's tables (chunks, files, meta)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+CHUNKS = "chunks"
+FILES = "files"
+META = "meta"
+
+# Rules are shared by every project; they are stored under this project key.
+SHARED_PROJECT = "*"
+
+KINDS = ("note", "rule", "adr", "conversation")
+
+
+def chunks_schema(dimension: int) -> pa.Schema:
+    """One row per chunk; ``vector`` is normalized float32 of the model's dimension."""
+    return pa.schema(
+        [
+            pa.field("chunk_id", pa.string(), nullable=False),
+            pa.field("doc_id", pa.string(), nullable=False),
+            pa.field("kind", pa.string(), nullable=False),
+            pa.field("project", pa.string(), nullable=False),
+            pa.field("path", pa.string(), nullable=False),
+            pa.field("name", pa.string()),
+            pa.field("description", pa.string()),
+            pa.field("date", pa.string()),
+            pa.field("adr_id", pa.string()),
+            pa.field("chunk_index", pa.int32()),
+            pa.field("text", pa.string()),
+            pa.field("vector", pa.list_(pa.float32(), dimension)),
+            pa.field("source_hash", pa.string()),
+        ]
+    )
+
+
+FILES_SCHEMA = pa.schema(
+    [
+        pa.field("path", pa.string(), nullable=False),
+        pa.field("kind", pa.string(), nullable=False),
+        pa.field("project", pa.string(), nullable=False),
+        pa.field("sha256", pa.string(), nullable=False),
+        pa.field("size", pa.int64()),
+        pa.field("chunks", pa.int32()),
+        pa.field("indexed_at", pa.float64()),
+    ]
+)
+
+META_SCHEMA = pa.schema(
+    [pa.field("key", pa.string(), nullable=False), pa.field("value", pa.string())]
+)
+
+
+@dataclass(frozen=True)
+class DocumentRecord:
+    """What is known about one indexed document, the same on each of its chunks."""
+
+    kind: str
+    project: str
+    path: str
+    name: str
+    description: str = ""
+    date: str = ""
+    adr_id: str = ""
+
+    @property
+    def doc_id(self) -> str:
+        """A document is its source file."""
+        return self.path
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """One row of the file table: what was indexed from a source file, by content hash."""
+
+    path: str
+    kind: str
+    project: str
+    sha256: str
+    size: int
+    chunks: int
+    indexed_at: float
+
+
+@dataclass(frozen=True)
+class DocumentHit:
+    """A search result: one document, scored by its best chunk (cosine similarity)."""
+
+    record: DocumentRecord
+    score: float
+    chunk_index: int
+
+    def to_json(self) -> dict[str, object]:
+        """The ``precedents query --json`` shape of one result."""
+        r = self.record
+        return {
+            "kind": r.kind,
+            "project": r.project,
+            "path": r.path,
+            "name": r.name,
+            "description": r.description,
+            "date": r.date,
+            "adr_id": r.adr_id,
+            "score": round(self.score, 4),
+        }

@@ -1,0 +1,251 @@
+"""Helpers and session fixtures for the daemon, hook and Claude Code tests.
+
+Imported by those test modules (``from tests.conftest_daemon import ...``), so
+the real index of the dev notes and the real daemon over it are built once per
+test session and shared.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from precedents.query_daemon import protocol
+
+REPO = Path(__file__).resolve().parents[1]
+EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval"
+LAUNCHER = REPO / "src" / "precedents" / "hook" / "launch.py"
+
+# A question one dev note answers (eval/dev q02), and the note.
+RELATED = "git stash left my brand-new files sitting in the working tree — how do I shelve those too?"
+RELATED_NOTE = "git__stashing-untracked-files.md"
+RELATED_HEADLINE = "note  Stashing Untracked Files"
+UNRELATED = "good morning! how was your weekend?"
+
+ADRS = {
+    "0001-store-login-sessions-in-mysql.md": """# 1. Store user login sessions in a MySQL table
+
+Date: 2021-03-02
+
+## Status
+
+Superseded by [2. Keep user login sessions in Redis](0002-keep-login-sessions-in-redis.md)
+
+## Context
+
+User login sessions need to survive a restart of the web servers.
+
+## Decision
+
+Store user login sessions in a MySQL table named `sessions`, one row per session.
+""",
+    "0002-keep-login-sessions-in-redis.md": """# 2. Keep user login sessions in Redis
+
+Date: 2022-06-14
+
+## Status
+
+Accepted
+
+Supersedes [1. Store user login sessions in a MySQL table](0001-store-login-sessions-in-mysql.md)
+
+## Context
+
+The MySQL sessions table became a hot spot under load.
+
+## Decision
+
+Keep user login sessions in Redis with a TTL equal to the session lifetime.
+""",
+    "0003-deploy-with-blue-green.md": """# 3. Deploy the web tier blue-green
+
+Date: 2022-09-01
+
+## Status
+
+Accepted
+
+## Decision
+
+Deploy the web tier with two identical environments and switch the load balancer.
+""",
+}
+ADR_PROMPT = "should user login sessions be stored in a MySQL table?"
+
+
+@dataclass(frozen=True)
+class DevState:
+    """A state folder whose index holds the dev notes and three ADRs of ``project``."""
+
+    home: Path
+    project: Path
+    notes: Path
+    adrs: Path
+
+
+def dev_notes() -> Path:
+    """The dev notes folder, or skip with the reason."""
+    notes = EVAL / "dev" / "notes"
+    if not notes.is_dir():
+        pytest.skip(f"{notes} is missing (the shared eval folder is not beside the repo)")
+    return notes
+
+
+@contextlib.contextmanager
+def env(**values: str) -> Iterator[None]:
+    """Set environment variables for the duration of a block."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def settings_for(home: Path) -> Any:
+    """Settings of a state folder, with Claude Code discovery off."""
+    from precedents.config import load_settings
+
+    with env(PRECEDENTS_HOME=str(home)):
+        return load_settings(discover_claude=False)
+
+
+def build_index(home: Path, embedder: Any, project: Path, notes: Path, adrs: Path | None) -> None:
+    """Index ``notes`` (and ``adrs``) for ``project`` into ``home`` with the given model."""
+    from precedents.indexer import Indexer
+    from precedents.sources import configured_sources, walk
+    from precedents.store import Store
+
+    settings = settings_for(home)
+    store = Store(settings.index_dir, embedder.model_id, embedder.dimension)
+    sources = configured_sources(
+        settings, notes=[notes], adrs=[adrs] if adrs else [], project=str(project)
+    )
+    Indexer(settings, store, embedder).sync(walk(sources))
+
+
+def hook_env(home: Path, **extra: str) -> dict[str, str]:
+    """The environment a hook or daemon subprocess runs with."""
+    out = {k: v for k, v in os.environ.items() if not k.startswith("PRECEDENTS_")}
+    out.update(PRECEDENTS_HOME=str(home), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    out.update(extra)
+    return out
+
+
+def run_hook(
+    home: Path,
+    stdin: bytes,
+    *args: str,
+    cwd: Path | None = None,
+    budget_ms: float | None = 10_000,
+    timeout: float = 30,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run the hook the way Claude Code does (``python -I -S launch.py``).
+
+    Tests check behaviour, not speed (benchmarks do that), so the budget is
+    raised unless a test is about the budget itself.
+    """
+    extra = {"PRECEDENTS_HOOK_BUDGET_MS": str(budget_ms)} if budget_ms else {}
+    return subprocess.run(
+        [sys.executable, "-I", "-S", str(LAUNCHER), *args],
+        input=stdin,
+        capture_output=True,
+        cwd=cwd,
+        env=hook_env(home, **extra),
+        timeout=timeout,
+        check=False,
+    )
+
+
+def prompt_json(prompt: str, cwd: Path) -> bytes:
+    """Claude Code's UserPromptSubmit stdin."""
+    return json.dumps({
+        "session_id": "test-session",
+        "transcript_path": str(cwd / "t.jsonl"),
+        "cwd": str(cwd),
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": prompt,
+    }).encode()
+
+
+def start_daemon(home: Path, *extra: str) -> subprocess.Popen[bytes]:
+    """The daemon as a real subprocess (as the hook starts it)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "precedents.query_daemon", *extra],
+        env=hook_env(home),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+
+def wait_ready(home: Path, proc: subprocess.Popen[bytes] | None = None, limit: float = 180) -> None:
+    """Poll the daemon until its model and index are loaded."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            err = proc.stderr.read().decode() if proc.stderr else ""
+            raise AssertionError(f"daemon exited with {proc.returncode}: {err}")
+        with contextlib.suppress(protocol.Unavailable):
+            if protocol.ask({"op": "ping"}, 2.0, home / "run").get("ready"):
+                return
+        time.sleep(0.1)
+    raise AssertionError("the daemon did not become ready")
+
+
+def stop_daemon(proc: subprocess.Popen[bytes], timeout: float = 20) -> int:
+    """SIGTERM the daemon and wait for it; returns its exit code."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait(5)
+
+
+def write_adrs(folder: Path) -> Path:
+    """The three ADRs above, in ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in ADRS.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def dev_state(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> DevState:
+    """The dev notes and three ADRs indexed with the real model, once per session."""
+    notes = dev_notes()
+    root = tmp_path_factory.mktemp("dev-state")
+    project = root / "project"
+    (project / ".git").mkdir(parents=True)  # the project root is found by its .git
+    adrs = write_adrs(project / "docs" / "adr")
+    home = root / "state"
+    build_index(home, embedder, project, notes, adrs)
+    return DevState(home, project, notes, adrs)
+
+
+@pytest.fixture(scope="session")
+def dev_daemon(dev_state: DevState) -> Iterator[subprocess.Popen[bytes]]:
+    """A real daemon subprocess serving :func:`dev_state`, ready."""
+    proc = start_daemon(dev_state.home)
+    try:
+        wait_ready(dev_state.home, proc)
+        yield proc
+    finally:
+        stop_daemon(proc)
