@@ -22,12 +22,56 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 REPO = Path(__file__).resolve().parents[1]
 DEV_NOTES = REPO.parent / "shared" / "eval" / "dev" / "notes"
 
-WORDS = (
-    "deploy migration postgres index cache queue worker retry timeout token review branch "
-    "rebase stash commit release rollback schema column table lock vacuum replica backup "
-    "python typing async await test fixture mock docker compose nginx port socket thread "
-    "memory leak profile latency budget feature flag checkout payment invoice refund"
-).split()
+WORDS = [
+    "deploy",
+    "migration",
+    "postgres",
+    "index",
+    "cache",
+    "queue",
+    "worker",
+    "retry",
+    "timeout",
+    "token",
+    "review",
+    "branch",
+    "rebase",
+    "stash",
+    "commit",
+    "release",
+    "rollback",
+    "schema",
+    "column",
+    "table",
+    "lock",
+    "vacuum",
+    "replica",
+    "backup",
+    "python",
+    "typing",
+    "async",
+    "await",
+    "test",
+    "fixture",
+    "mock",
+    "docker",
+    "compose",
+    "nginx",
+    "port",
+    "socket",
+    "thread",
+    "memory",
+    "leak",
+    "profile",
+    "latency",
+    "budget",
+    "feature",
+    "flag",
+    "checkout",
+    "payment",
+    "invoice",
+    "refund",
+]
 
 
 def synthetic_notes(folder: Path, chunks: int, seed: int = 7) -> None:
@@ -37,7 +81,8 @@ def synthetic_notes(folder: Path, chunks: int, seed: int = 7) -> None:
         title = " ".join(rng.choice(WORDS) for _ in range(5))
         body = " ".join(rng.choice(WORDS) for _ in range(520))
         (folder / f"note-{i:05d}.md").write_text(
-            f"---\nname: {title}\ndescription: {title} decision {i}\n---\n{body}\n")
+            f"---\nname: {title}\ndescription: {title} decision {i}\n---\n{body}\n"
+        )
 
 
 def run(label: str, notes: Path, embedder: object) -> None:
@@ -51,10 +96,12 @@ def run(label: str, notes: Path, embedder: object) -> None:
     sources = walk(configured_sources(settings, notes=[notes], project="/bench"))
     cold = Indexer(settings, store, embedder).sync(sources)  # type: ignore[arg-type]
     warm = Indexer(settings, store, embedder).sync(sources)  # type: ignore[arg-type]
-    print(f"{label}: {cold.files_seen} files, {cold.chunks_embedded} chunks in "
-          f"{cold.seconds:.1f}s = {cold.chunks_per_second:.1f} chunks/s "
-          f"({cold.files_seen / cold.seconds:.1f} files/s); unchanged re-run "
-          f"{warm.seconds * 1000:.0f} ms, {warm.chunks_embedded} chunks embedded")
+    print(
+        f"{label}: {cold.files_seen} files, {cold.chunks_embedded} chunks in "
+        f"{cold.seconds:.1f}s = {cold.chunks_per_second:.1f} chunks/s "
+        f"({cold.files_seen / cold.seconds:.1f} files/s); unchanged re-run "
+        f"{warm.seconds * 1000:.0f} ms, {warm.chunks_embedded} chunks embedded"
+    )
 
 
 def store_only(rows: int, dim: int) -> None:
@@ -70,8 +117,14 @@ def store_only(rows: int, dim: int) -> None:
             v = rng.standard_normal((6, dim)).astype(np.float32)
             v /= np.linalg.norm(v, axis=1, keepdims=True)
             path = f"/bench/n{i}.md"
-            items.append((FileRecord(path, "note", "/bench", f"h{i}", 1, 6, 0.0),
-                          DocumentRecord("note", "/bench", path, f"n{i}"), ["x" * 600] * 6, v))
+            items.append(
+                (
+                    FileRecord(path, "note", "/bench", f"h{i}", 1, 6, 0.0),
+                    DocumentRecord("note", "/bench", path, f"n{i}"),
+                    ["x" * 600] * 6,
+                    v,
+                )
+            )
         t = time.perf_counter()
         store.replace_documents(items)
         dt = time.perf_counter() - t
@@ -89,8 +142,10 @@ def main() -> int:
         os.environ["PRECEDENTS_CLAUDE_DIR"] = str(Path(tmp) / "claude")
         t = time.perf_counter()
         embedder = load_embedder()
-        print(f"model {embedder.model_id} on {embedder.device}: loaded in "
-              f"{time.perf_counter() - t:.1f}s")
+        print(
+            f"model {embedder.model_id} on {embedder.device}: loaded in "
+            f"{time.perf_counter() - t:.1f}s"
+        )
         if DEV_NOTES.is_dir():
             run("dev notes", DEV_NOTES, embedder)
         else:

@@ -38,8 +38,10 @@ def messages() -> list[str]:
 def figures(label: str, samples: list[float]) -> None:
     ms = sorted(s * 1000 for s in samples)
     p95 = ms[int(0.95 * (len(ms) - 1))]
-    print(f"  {label:<22} p50 {statistics.median(ms):6.1f} ms  p95 {p95:6.1f} ms  "
-          f"max {ms[-1]:6.1f} ms  (n={len(ms)})")
+    print(
+        f"  {label:<22} p50 {statistics.median(ms):6.1f} ms  p95 {p95:6.1f} ms  "
+        f"max {ms[-1]:6.1f} ms  (n={len(ms)})"
+    )
 
 
 def measure(fn: Callable[[str], object], texts: list[str]) -> list[float]:
@@ -59,8 +61,10 @@ def bench_store(label: str, store: object, embedder: object, texts: list[str]) -
     print(f"{label}: {store.count()} chunks")  # type: ignore[attr-defined]
     figures("embed query", measure(lambda t: embedder.encode_queries([t]), texts))  # type: ignore[attr-defined]
     figures("store search (k=5)", measure(lambda t: store.search(vectors[t], keys, k=5), texts))  # type: ignore[attr-defined]
-    figures("embed + search", measure(
-        lambda t: store.search(embedder.encode_queries([t])[0], keys, k=5), texts))  # type: ignore[attr-defined]
+    figures(
+        "embed + search",
+        measure(lambda t: store.search(embedder.encode_queries([t])[0], keys, k=5), texts),
+    )  # type: ignore[attr-defined]
 
 
 def main() -> int:
@@ -81,8 +85,9 @@ def main() -> int:
         settings = load_settings()
         if (EVAL / "dev" / "notes").is_dir():
             store = open_store(settings, embedder)
-            sources = walk(configured_sources(settings, notes=[EVAL / "dev" / "notes"],
-                                              project="/bench"))
+            sources = walk(
+                configured_sources(settings, notes=[EVAL / "dev" / "notes"], project="/bench")
+            )
             Indexer(settings, store, embedder).sync(sources)
             bench_store("dev notes", store, embedder, texts)
 
@@ -93,8 +98,14 @@ def main() -> int:
             v = rng.standard_normal((6, embedder.dimension)).astype(np.float32)
             v /= np.linalg.norm(v, axis=1, keepdims=True)
             path = f"/bench/n{i}.md"
-            items.append((FileRecord(path, "note", "/bench", f"h{i}", 1, 6, 0.0),
-                          DocumentRecord("note", "/bench", path, f"n{i}"), ["x"] * 6, v))
+            items.append(
+                (
+                    FileRecord(path, "note", "/bench", f"h{i}", 1, 6, 0.0),
+                    DocumentRecord("note", "/bench", path, f"n{i}"),
+                    ["x"] * 6,
+                    v,
+                )
+            )
         synth.replace_documents(items)
         synth.maybe_compact(force=True)
         bench_store("synthetic", synth, embedder, texts)

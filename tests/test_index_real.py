@@ -10,8 +10,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from precedents.api import open_store
 from precedents.config import load_settings
 from precedents.indexer import Indexer, IndexReport
@@ -58,7 +56,8 @@ def test_real_model_dedup_edit_delete(home: Path, tmp_path: Path, embedder: obje
     assert edited.chunks_embedded == store.files()[str(target)].chunks
 
     query = embedder.encode_queries(  # type: ignore[attr-defined]
-        ["git stash left my brand-new files in the working tree, how do I shelve those too?"])[0]
+        ["git stash left my brand-new files in the working tree, how do I shelve those too?"]
+    )[0]
     hits = store.search(query, project_keys("/proj"), k=3)
     assert hits[0].record.path == str(target)
 
@@ -78,7 +77,9 @@ def test_secrets_are_masked_before_storage(home: Path, tmp_path: Path, embedder:
     (notes / "deploy.md").write_text(
         "---\nname: Deploy credentials\ndescription: where the deploy keys live\n---\n"
         f"Use the CI user. export AWS_ACCESS_KEY_ID={AWS_KEY}\n"
-        f"export AWS_SECRET_ACCESS_KEY={AWS_SECRET}\n" + "filler text. " * 60
+        f"export AWS_SECRET_ACCESS_KEY={AWS_SECRET}\n"
+        + "filler text. "
+        * 60
         + f"\nThe bot token is {GH_TOKEN} and the db is "
         f"postgres://app:{PG_PASSWORD}@db.internal:5432/shop\n"
         "Commit 4f9c2a1e8b7d6c5f4e3d2c1b0a9f8e7d6c5b4a39 fixed it (uuid "
@@ -87,13 +88,29 @@ def test_secrets_are_masked_before_storage(home: Path, tmp_path: Path, embedder:
     convs = tmp_path / "convs"
     convs.mkdir()
     lines = [
-        {"type": "user", "entrypoint": "cli", "cwd": "/proj", "sessionId": "s1",
-         "timestamp": "2026-11-01T10:00:00Z", "uuid": "u1",
-         "message": {"role": "user", "content": f"my key is {AWS_KEY}, why does boto fail?"}},
-        {"type": "assistant", "entrypoint": "cli", "sessionId": "s1", "uuid": "a1",
-         "timestamp": "2026-11-01T10:00:05Z",
-         "message": {"id": "m1", "role": "assistant", "content": [
-             {"type": "text", "text": f"Set DB_PASSWORD={PG_PASSWORD} and token {GH_TOKEN}."}]}},
+        {
+            "type": "user",
+            "entrypoint": "cli",
+            "cwd": "/proj",
+            "sessionId": "s1",
+            "timestamp": "2026-11-01T10:00:00Z",
+            "uuid": "u1",
+            "message": {"role": "user", "content": f"my key is {AWS_KEY}, why does boto fail?"},
+        },
+        {
+            "type": "assistant",
+            "entrypoint": "cli",
+            "sessionId": "s1",
+            "uuid": "a1",
+            "timestamp": "2026-11-01T10:00:05Z",
+            "message": {
+                "id": "m1",
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": f"Set DB_PASSWORD={PG_PASSWORD} and token {GH_TOKEN}."}
+                ],
+            },
+        },
     ]
     (convs / "s1.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     real = shared_path("claude-code", "claude-code_v2.1.197_cli_interactive.jsonl")
@@ -120,9 +137,11 @@ def test_automated_sessions_and_injected_context_are_not_stored(
         shutil.copy(path, convs / path.name)
     report, store = sync(embedder, conversations=[convs])
     files = store.files()
-    for name in ("claude-code_v2.1.197_sdkcli_hook-context.jsonl",
-                 "rainforest-mind_v2.1.293_sdkcli_prompt-submit.jsonl",
-                 "rainforest-mind_v2.1.293_sdkcli_agente-pai.jsonl"):
+    for name in (
+        "claude-code_v2.1.197_sdkcli_hook-context.jsonl",
+        "rainforest-mind_v2.1.293_sdkcli_prompt-submit.jsonl",
+        "rainforest-mind_v2.1.293_sdkcli_agente-pai.jsonl",
+    ):
         assert files[str(convs / name)].chunks == 0, name
     assert report.skipped_sessions >= 3
     interactive = str(convs / "claude-code_v2.1.197_cli_interactive.jsonl")
@@ -139,10 +158,16 @@ def mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "precedents.cli", *args],
-        capture_output=True, text=True, env={**os.environ, **(env or {})}, cwd=cwd, timeout=300,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        timeout=300,
     )
 
 
@@ -161,8 +186,15 @@ def test_cli_reindex_status_query_and_state_modes(home: Path, tmp_path: Path) ->
     for path in home.rglob("*"):
         assert mode(path) == (0o700 if path.is_dir() else 0o600), path
 
-    out = run_cli("query", "I accidentally committed a secrets file, make git forget it but keep it",
-                  "--project", str(tmp_path / "sub"), "--json", "-k", "3")
+    out = run_cli(
+        "query",
+        "I accidentally committed a secrets file, make git forget it but keep it",
+        "--project",
+        str(tmp_path / "sub"),
+        "--json",
+        "-k",
+        "3",
+    )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     assert data["results"][0]["kind"] == "note"
@@ -204,10 +236,16 @@ def test_claude_code_folders_are_discovered(home: Path, tmp_path: Path, embedder
     folder = claude / "projects" / encode_project_path(str(repo))
     (folder / "memory").mkdir(parents=True)
     (folder / "memory" / "money.md").write_text(
-        "---\nname: Money is integer cents\ndescription: never floats for prices\n---\nUse ints.")
+        "---\nname: Money is integer cents\ndescription: never floats for prices\n---\nUse ints."
+    )
     (folder / "memory" / "MEMORY.md").write_text("- [money](money.md)\n")
-    line = {"type": "user", "entrypoint": "cli", "cwd": str(repo / "src"), "sessionId": "s",
-            "message": {"role": "user", "content": "hello there, refactor the cart"}}
+    line = {
+        "type": "user",
+        "entrypoint": "cli",
+        "cwd": str(repo / "src"),
+        "sessionId": "s",
+        "message": {"role": "user", "content": "hello there, refactor the cart"},
+    }
     (folder / "s.jsonl").write_text(json.dumps(line) + "\n")
     settings = load_settings()
     sources = configured_sources(settings)

@@ -37,8 +37,12 @@ def notes(tmp_path: Path) -> Path:
     folder = tmp_path / "notes"
     folder.mkdir()
     for i, topic in enumerate(["postgres vacuum", "git rebase", "python typing"]):
-        note(folder, f"n{i}.md", f"---\nname: {topic}\ndescription: about {topic}\n---\n"
-             + f"Body of the note on {topic}. " * 10)
+        note(
+            folder,
+            f"n{i}.md",
+            f"---\nname: {topic}\ndescription: about {topic}\n---\n"
+            + f"Body of the note on {topic}. " * 10,
+        )
     return folder
 
 

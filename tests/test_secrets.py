@@ -303,6 +303,20 @@ def test_overlapping_findings_are_merged() -> None:
     assert text[spans[0].start : spans[0].end] == JWT
 
 
+@pytest.mark.parametrize(
+    ("rule_id", "kind"),
+    [
+        ("betterleaks.github-pat", "github-pat"),
+        ("betterleaks.auth0-client-secret.1", "auth0-client-secret"),
+        ("veles.secrets/npmjsaccesstoken", "npmjsaccesstoken"),
+        ("betterleaks.aws-access-token", "aws-access-key"),
+        ("kingfisher.Some Rule_2", "some-rule-2"),
+    ],
+)
+def test_rule_ids_become_kinds(rule_id: str, kind: str) -> None:
+    assert secrets._kind(rule_id) == kind
+
+
 def test_byte_to_char_offsets_inside_multibyte_characters() -> None:
     data = "aé🎉b".encode()  # a=0, é=1..2, 🎉=3..6, b=7
     mapping = secrets._byte_to_char_offsets(data, {0, 1, 2, 3, 5, 7, 8})
@@ -326,6 +340,13 @@ def test_odd_inputs_never_raise(text: str) -> None:
     masked = mask_secrets(text)
     assert isinstance(masked, str)
     assert GITHUB_PAT not in masked
+
+
+def test_remasking_a_heavily_masked_text_is_fast_and_stable() -> None:
+    text = "".join(f"K{i}_TOKEN={_rand(20)}\n" for i in range(20_000))
+    once = mask_secrets(text)
+    assert once.count("[MASKED:token]") == 20_000
+    assert mask_secrets(once) == once
 
 
 def test_large_text_keeps_everything_else() -> None:

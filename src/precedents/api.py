@@ -17,6 +17,7 @@ from precedents.config import Settings
 from precedents.embedding import Embedder, load_embedder, pick_device, setup_model
 from precedents.errors import ModelMismatch, StoreError
 from precedents.indexer import Indexer, IndexReport, Progress
+from precedents.query_daemon.marks import AdrMarks
 from precedents.sources import configured_sources, project_keys, project_root, walk
 from precedents.store import DocumentHit, Store
 
@@ -77,7 +78,11 @@ def reindex(
 ) -> IndexReport:
     """Bring the store in line with the sources; ``full`` re-embeds everything."""
     sources = configured_sources(
-        settings, notes=notes, rules=rules, adrs=adrs, conversations=conversations,
+        settings,
+        notes=notes,
+        rules=rules,
+        adrs=adrs,
+        conversations=conversations,
         project=project,
     )
     lazy = LazyStore(settings)
@@ -93,10 +98,17 @@ class QueryResult:
     project: str
     results: list[DocumentHit]
     seconds: float
+    marks: dict[str, str]  # ADR path -> its mark from the ADR graph ('' when live)
 
     def to_json(self) -> dict[str, Any]:
-        """The ``precedents query --json`` shape."""
-        return {"project": self.project, "results": [h.to_json() for h in self.results]}
+        """The ``precedents query --json`` shape (ADRs also carry their ``mark``)."""
+        out = []
+        for hit in self.results:
+            row = hit.to_json()
+            if hit.record.kind == "adr":
+                row["mark"] = self.marks.get(hit.record.path, "")
+            out.append(row)
+        return {"project": self.project, "results": out}
 
 
 def query(
@@ -116,7 +128,9 @@ def query(
     store = Store(settings.index_dir, model.model_id, model.dimension, create=False)
     vector = model.encode_queries([text])[0]
     hits = store.search(vector, project_keys(root), k=k, kinds=kinds)
-    return QueryResult(root, hits, time.perf_counter() - started)
+    adr_marks = AdrMarks(settings.cache_dir / "adr")
+    marks = {h.record.path: adr_marks.mark_for(h.record) for h in hits if h.record.kind == "adr"}
+    return QueryResult(root, hits, time.perf_counter() - started, marks)
 
 
 def status(settings: Settings) -> dict[str, Any]:
@@ -163,8 +177,13 @@ def setup(settings: Settings, model: str | None = None) -> dict[str, Any]:
     name = model or settings.model
     where = setup_model(name)
     embedder = load_embedder(name, settings.device)
-    return {"model": embedder.model_id, "path": where, "dimension": embedder.dimension,
-            "device": embedder.device, "load_seconds": round(embedder.load_seconds, 2)}
+    return {
+        "model": embedder.model_id,
+        "path": where,
+        "dimension": embedder.dimension,
+        "device": embedder.device,
+        "load_seconds": round(embedder.load_seconds, 2),
+    }
 
 
 def evaluate(

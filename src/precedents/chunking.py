@@ -241,6 +241,30 @@ def _heading_and_paragraph(body: str) -> tuple[str, str]:
     return heading, description
 
 
+_ADR_SECTION = re.compile(
+    r"#{2,6}\s+(?:\d+\.\s*)?(decision outcome|decision|context(?: and problem statement)?)\s*:?",
+    re.IGNORECASE,
+)
+
+
+def adr_summary(body: str) -> str:
+    """The first paragraph of an ADR's Decision section (else its Context), one line.
+
+    An ADR's first paragraph is usually ``Date: ...`` or its status, which says
+    nothing to a reader scanning headlines; the decision does.
+    """
+    lines = body.split("\n")
+    found: dict[str, int] = {}
+    for i, line in enumerate(lines):
+        match = _ADR_SECTION.fullmatch(line.strip())
+        if match:
+            found.setdefault(match.group(1).split()[0].lower(), i)
+    for key in ("decision", "context"):
+        if key in found:
+            return _heading_and_paragraph("\n".join(lines[found[key] + 1 :]))[1]
+    return ""
+
+
 def parse_note(text: str, stem: str) -> NoteMeta:
     """Read name, description, body and date of a note, rule or ADR. Never raises.
 

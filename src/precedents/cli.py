@@ -73,7 +73,9 @@ def print_json(data: Any) -> None:
 
 @app.callback()
 def _root(
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log progress to stderr.")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Log progress to stderr.")
+    ] = False,
 ) -> None:
     private_umask()
     logging.basicConfig(
@@ -94,8 +96,10 @@ def setup(
     if as_json:
         print_json(info)
     else:
-        typer.echo(f"model {info['model']} ({info['dimension']}d) ready on {info['device']}, "
-                   f"loaded in {info['load_seconds']}s from {info['path']}")
+        typer.echo(
+            f"model {info['model']} ({info['dimension']}d) ready on {info['device']}, "
+            f"loaded in {info['load_seconds']}s from {info['path']}"
+        )
 
 
 @app.command()
@@ -117,8 +121,13 @@ def reindex(
 
     with index_progress(enabled=not as_json) as progress:
         report = api.reindex(
-            settings(model=model), full=full, notes=notes or [], rules=rules or [],
-            adrs=adrs or [], conversations=conversations or [], project=project,
+            settings(model=model),
+            full=full,
+            notes=notes or [],
+            rules=rules or [],
+            adrs=adrs or [],
+            conversations=conversations or [],
+            project=project,
             progress=progress,
         )
     if as_json:
@@ -128,7 +137,12 @@ def reindex(
             f"{report.files_seen} files: {report.files_indexed} indexed, "
             f"{report.files_unchanged} unchanged, {report.files_deleted} removed; "
             f"{report.chunks_embedded} chunks embedded in {report.seconds:.1f}s "
-            f"({report.chunks_per_second:.0f}/s)"
+            f"({report.chunks_per_second:.0f}/s"
+            + (
+                f"; model loaded in {report.model_seconds:.1f}s)"
+                if report.model_seconds >= 0.05
+                else ")"
+            )
         )
         for p in report.problems:
             typer.echo(f"  skipped/warned: {p.path}: {p.reason}", err=True)
@@ -145,11 +159,18 @@ def status(as_json: JsonOpt = False) -> None:
         print_json(info)
         return
     typer.echo(f"state:   {info['state_dir']}")
-    typer.echo(f"model:   {info['model']} on {info['device']}"
-               + (f" (index built with {info['indexed_model']}, {info['dimension']}d)"
-                  if info["indexed_model"] else " (no index yet)"))
-    typer.echo(f"index:   {info['documents']} documents, {info['chunks']} chunks, "
-               f"{info['store_bytes'] / 1e6:.1f} MB, last indexed {info['last_indexed'] or 'never'}")
+    typer.echo(
+        f"model:   {info['model']} on {info['device']}"
+        + (
+            f" (index built with {info['indexed_model']}, {info['dimension']}d)"
+            if info["indexed_model"]
+            else " (no index yet)"
+        )
+    )
+    typer.echo(
+        f"index:   {info['documents']} documents, {info['chunks']} chunks, "
+        f"{info['store_bytes'] / 1e6:.1f} MB, last indexed {info['last_indexed'] or 'never'}"
+    )
     for kind, c in info["kinds"].items():
         typer.echo(f"  {kind:<13} {c['documents']:>6} docs {c['chunks']:>7} chunks")
     for proj, c in info["projects"].items():
@@ -180,15 +201,21 @@ def query(
         r = hit.record
         label = f"{r.adr_id} {r.name}" if r.adr_id else r.name
         desc = f" — {r.description}" if r.description else ""
-        typer.echo(f"{hit.score:.3f}  {r.kind:<12} {label}{desc} ({r.path})")
+        mark = result.marks.get(r.path, "")
+        typer.echo(
+            f"{hit.score:.3f}  {mark + ' ' if mark else ''}{r.kind:<12} {label}{desc} ({r.path})"
+        )
 
 
 @app.command("eval")
 @errors
 def eval_(
-    shared: Annotated[
-        Path, typer.Option(help="Folder holding eval/ and adr-corpora/.")
-    ] = Path(__file__).resolve().parents[3] / "shared",
+    shared: Annotated[Path, typer.Option(help="Folder holding eval/ and adr-corpora/.")] = Path(
+        __file__
+    )
+    .resolve()
+    .parents[3]
+    / "shared",
     tune: Annotated[bool, typer.Option("--tune", help="Search the threshold grid too.")] = False,
     model: Annotated[str | None, typer.Option(help="Embedding model id or folder.")] = None,
     as_json: JsonOpt = False,

@@ -38,7 +38,7 @@ class Thresholds:
 # `precedents eval` (docs/eval.md records the measurement behind them).
 MODEL_THRESHOLDS: dict[str, Thresholds] = {
     "BAAI/bge-m3": Thresholds(0.5, 0.025, 0.11, 0.05),
-    "sentence-transformers/all-MiniLM-L6-v2": Thresholds(0.35, 0.04, 0.12, 0.05),
+    "sentence-transformers/all-MiniLM-L6-v2": Thresholds(0.48, 0.095, 0.10, 0.05),
 }
 
 
@@ -77,7 +77,7 @@ def private_umask() -> None:
 
 
 def claude_dir() -> Path:
-    """Claude Code's config folder: ``CLAUDE_CONFIG_DIR`` as Claude Code itself honours, or ~/.claude."""
+    """Claude Code's folder: ``PRECEDENTS_CLAUDE_DIR``, ``CLAUDE_CONFIG_DIR``, or ~/.claude."""
     env = os.environ.get("PRECEDENTS_CLAUDE_DIR") or os.environ.get("CLAUDE_CONFIG_DIR")
     return Path(env).expanduser() if env else Path.home() / ".claude"
 
@@ -161,8 +161,17 @@ def _number(value: Any, key: str) -> float:
 
 
 def _from_mapping(data: Mapping[str, Any], base: Settings) -> Settings:
-    known = {"model", "device", "max_file_bytes", "claude_dir", "discover_claude",
-             "idle_timeout_s", "hook_budget_ms", "thresholds", *_PATH_LISTS}
+    known = {
+        "model",
+        "device",
+        "max_file_bytes",
+        "claude_dir",
+        "discover_claude",
+        "idle_timeout_s",
+        "hook_budget_ms",
+        "thresholds",
+        *_PATH_LISTS,
+    }
     unknown = sorted(set(data) - known)
     if unknown:
         raise ConfigError(f"config: unknown setting(s): {', '.join(unknown)}")
@@ -193,7 +202,7 @@ def _from_mapping(data: Mapping[str, Any], base: Settings) -> Settings:
         merged = dict(base.thresholds)
         for model, vals in table.items():
             if not isinstance(vals, dict):
-                raise ConfigError(f"config: `thresholds.\"{model}\"` must be a table")
+                raise ConfigError(f'config: `thresholds."{model}"` must be a table')
             current = merged.get(model, Thresholds())
             try:
                 merged[model] = replace(current, **{k: _number(v, k) for k, v in vals.items()})

@@ -119,9 +119,9 @@ class SentenceTransformerEmbedder:
         self.model_id = DEFAULT_MODEL if bundled_model_path(model) else model
         self.device = pick_device(device)
         self._model = _load(source, self.device, model)
-        dim_fn = getattr(self._model, "get_embedding_dimension", None) or getattr(
-            self._model, "get_sentence_embedding_dimension"
-        )
+        # Renamed in sentence-transformers 6; keep both so older installs work.
+        dim_fn: Any = getattr(self._model, "get_embedding_dimension", None)
+        dim_fn = dim_fn or self._model.get_sentence_embedding_dimension
         self.dimension = int(dim_fn())
         self._query_prefix, self._passage_prefix = _PREFIXES.get(self.model_id, ("", ""))
         self.load_seconds = time.perf_counter() - started
@@ -154,7 +154,11 @@ class SentenceTransformerEmbedder:
 
 def _load(source: str, device: str, model: str) -> SentenceTransformer:
     from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as hf_logging
 
+    # Its "Loading weights" bar would land on the CLI's stderr (and the daemon's log).
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
     try:
         # local_files_only: a missing model must fail here, not start a download.
         return SentenceTransformer(source, device=device, local_files_only=True)

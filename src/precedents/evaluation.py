@@ -29,18 +29,21 @@ from pathlib import Path
 from typing import Any
 
 from precedents.config import Settings, Thresholds
+from precedents.embedding import Embedder, load_embedder
 from precedents.errors import UsageError
 from precedents.indexer import Indexer, Progress
 from precedents.query_daemon.format import format_context
 from precedents.query_daemon.recall import Recall
 from precedents.query_daemon.selection import select
 from precedents.sources import configured_sources, walk
-from precedents.embedding import Embedder, load_embedder
 from precedents.store import DocumentHit, DocumentRecord
 
 ADR_CORPORA = (
-    "JabRef__jabref", "alphagov__govuk-aws", "alphagov__gsp",
-    "elastisys__compliantkubernetes", "ministryofjustice__modernisation-platform",
+    "JabRef__jabref",
+    "alphagov__govuk-aws",
+    "alphagov__gsp",
+    "elastisys__compliantkubernetes",
+    "ministryofjustice__modernisation-platform",
     "thomvaill__log4brains",
 )
 PROJECT_NAME = "eval-project"
@@ -78,11 +81,27 @@ def load_messages(shared: Path) -> list[Message]:
     out: list[Message] = []
     dev = shared / "eval" / "dev"
     for row in _jsonl(dev / "questions.jsonl") + _jsonl(dev / "unrelated.jsonl"):
-        out.append(Message(row["id"], row["text"], row["kind"],
-                           tuple(f"notes/{e}" for e in row.get("expected", [])), source="dev"))
+        out.append(
+            Message(
+                row["id"],
+                row["text"],
+                row["kind"],
+                tuple(f"notes/{e}" for e in row.get("expected", [])),
+                source="dev",
+            )
+        )
     for row in _jsonl(shared / "eval" / "dev-situational" / "messages.jsonl"):
-        out.append(Message(row["id"], row["text"], row["kind"], tuple(row.get("expected", [])),
-                           row.get("trap") or "", row.get("successor") or "", "situational"))
+        out.append(
+            Message(
+                row["id"],
+                row["text"],
+                row["kind"],
+                tuple(row.get("expected", [])),
+                row.get("trap") or "",
+                row.get("successor") or "",
+                "situational",
+            )
+        )
     return out
 
 
@@ -202,7 +221,10 @@ def score(run: EvalRun, thresholds: Thresholds) -> dict[str, Any]:
         elif m.kind == "superseded_trap":
             if m.trap in shown:
                 add("trap: shown with its mark", bool(MARKED.search(shown[m.trap])))
-            add("trap: not shown unmarked", m.trap not in shown or bool(MARKED.search(shown[m.trap])))
+            add(
+                "trap: not shown unmarked",
+                m.trap not in shown or bool(MARKED.search(shown[m.trap])),
+            )
             if m.successor:
                 add("trap: successor shown (bonus)", m.successor in shown)
         elif m.kind == "unrelated":
@@ -226,8 +248,11 @@ def tune(run: EvalRun, unrelated_bar: float = 0.85) -> tuple[Thresholds, dict[st
         quiet = s["unrelated (all): nothing injected"]["rate"]
         injected = s["situational: injected"]["rate"]
         dev = s["dev: right note injected"]["rate"]
-        key = (float(quiet >= unrelated_bar), injected + dev if quiet >= unrelated_bar else quiet,
-               quiet)
+        key = (
+            float(quiet >= unrelated_bar),
+            injected + dev if quiet >= unrelated_bar else quiet,
+            quiet,
+        )
         if best is None or key > best[0]:
             best = (key, th, s)
     assert best is not None

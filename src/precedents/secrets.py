@@ -20,6 +20,7 @@ only ``Scanner.scan`` is used, never its ``Validator`` or ``Revoker``.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import re
 import threading
@@ -75,28 +76,11 @@ _AUTH_HEADER_RE: Final = re.compile(
 # A key that names a secret: it must END with the keyword, so ``API_TOKEN``,
 # ``DB_PASSWORD`` and ``PGPASSWORD`` count but ``TOKEN_LIMIT``, ``MAX_TOKENS``
 # and ``GIT_ASKPASS`` do not. ``PWD`` is left out: it is the working directory.
-_KEY_ENDINGS: Final = tuple(
-    base + suffix
-    for base, suffixes in {
-        "password": ("",),
-        "passwd": ("",),
-        "passphrase": ("",),
-        "secret": ("",),
-        "token": ("",),
-        "credential": ("", "s"),
-        "_pass": ("",),
-        ".pass": ("",),
-        "-pass": ("",),
-        "_pw": ("",),
-        "-pw": ("",),
-        "api": ("key", "_key", "-key"),
-        "access": ("key", "_key", "-key"),
-        "secret_": ("key",),
-        "secret-": ("key",),
-        "private": ("key", "_key", "-key"),
-        "secret_key_": ("base",),  # Rails
-    }.items()
-    for suffix in suffixes
+_KEY_ENDINGS: Final = (
+    *("password", "passwd", "passphrase", "secret", "token", "credential", "credentials"),
+    *("_pass", ".pass", "-pass", "_pw", "-pw", "secret_key_base"),
+    *(f"{word}{sep}key" for word in ("api", "access", "secret", "private") for sep in "_-"),
+    *("apikey", "accesskey", "privatekey"),
 )
 # The separator and the value; the key before it is checked in code. Starting
 # at the separator (a rare character) is much faster than trying a
@@ -145,6 +129,8 @@ _FALLBACK_RULES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     ),
 )
 
+_RULE_PREFIX_RE: Final = re.compile(r"^(?:betterleaks|kingfisher|custom|veles\.secrets)[./]|\.\d+$")
+_NON_KIND_RE: Final = re.compile(r"[^a-z0-9]+")
 # Kingfisher rule ids that get a shorter or house name.
 _KIND_ALIASES: Final = {
     "aws-access-token": "aws-access-key",
@@ -309,8 +295,9 @@ def _native_spans(scanner: Scanner, text: str) -> tuple[list[SecretSpan], list[S
 
 
 def _kind(rule_id: str) -> str:
-    name = rule_id.rsplit(".", 1)[-1].rsplit("/", 1)[-1].lower()
-    name = re.sub(r"[^a-z0-9]+", "-", name).strip("-") or "secret"
+    """``betterleaks.auth0-client-secret.1`` -> ``auth0-client-secret``."""
+    name = _RULE_PREFIX_RE.sub("", rule_id.lower())
+    name = _NON_KIND_RE.sub("-", name).strip("-") or "secret"
     return _KIND_ALIASES.get(name, name)
 
 
@@ -319,6 +306,7 @@ def _kind(rule_id: str) -> str:
 
 def _merge(spans: list[SecretSpan], text: str) -> list[SecretSpan]:
     masks = [m.span() for m in _MASK_RE.finditer(text)] if "[MASKED:" in text else []
+    mask_starts = [start for start, _ in masks]
     # At equal starts the longer span wins; at equal spans the first listed
     # names the kind (sorted() is stable).
     ordered = sorted(spans, key=lambda s: (s.start, -s.end))
@@ -327,7 +315,8 @@ def _merge(spans: list[SecretSpan], text: str) -> list[SecretSpan]:
         if span.end <= span.start:
             continue
         # Inside an existing mask (``user:[MASKED:url-password]@``): already done.
-        if any(ms <= span.start and span.end <= me for ms, me in masks):
+        i = bisect.bisect_right(mask_starts, span.start) - 1
+        if i >= 0 and span.end <= masks[i][1]:
             continue
         if merged and span.start < merged[-1].end:
             last = merged[-1]

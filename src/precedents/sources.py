@@ -165,7 +165,9 @@ def claude_sources(claude_dir: Path) -> list[SourceDir]:
         if (folder / "memory").is_dir():
             out.append(SourceDir("note", folder / "memory", project, MARKDOWN))
     if (claude_dir / "rules").is_dir():
-        out.append(SourceDir("rule", claude_dir / "rules", SHARED_PROJECT, MARKDOWN, recursive=True))
+        out.append(
+            SourceDir("rule", claude_dir / "rules", SHARED_PROJECT, MARKDOWN, recursive=True)
+        )
     return out
 
 
@@ -184,8 +186,12 @@ def configured_sources(
     the current directory's root) and must exist. When any is given, only they
     are indexed, so a test or benchmark can index one folder alone.
     """
-    explicit = {"note": list(notes), "rule": list(rules), "adr": list(adrs),
-                "conversation": list(conversations)}
+    explicit = {
+        "note": list(notes),
+        "rule": list(rules),
+        "adr": list(adrs),
+        "conversation": list(conversations),
+    }
     if any(explicit.values()):
         proj = project_root(project) if project else project_root(Path.cwd())
         out = []
@@ -195,7 +201,9 @@ def configured_sources(
                     raise UsageError(f"{d}: no such folder")
                 owner = SHARED_PROJECT if kind == "rule" else proj
                 suffix = JSONL if kind == "conversation" else MARKDOWN
-                out.append(SourceDir(kind, d.absolute(), owner, suffix, recursive=kind != "conversation"))
+                out.append(
+                    SourceDir(kind, d.absolute(), owner, suffix, recursive=kind != "conversation")
+                )
         return out
     out = claude_sources(settings.claude_dir) if settings.discover_claude else []
     for d in settings.notes:

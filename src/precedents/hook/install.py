@@ -164,11 +164,13 @@ def install(
     python: str | None = None,
     exec_form: bool | None = None,
     uninstall: bool = False,
+    claude: str | None = None,
 ) -> InstallReport:
     """Add (or with ``uninstall`` remove) precedents' hooks in the settings file ``path``.
 
-    ``exec_form`` None asks ``claude --version``: exec form from 2.1.139 on or
-    when the version is unknown, shell form before.
+    ``exec_form`` None asks ``claude --version`` (``claude``: which executable,
+    default the one on PATH): exec form from 2.1.139 on or when the version is
+    unknown, shell form before.
     """
     data = _read(path)
     before = json.dumps(data, sort_keys=True)
@@ -184,7 +186,7 @@ def install(
         _write(path, data)
         return InstallReport(path, "uninstalled", removed=removed)
     if exec_form is None:
-        version = claude_version()
+        version = claude_version(claude)
         exec_form = version is None or version >= ARGS_SINCE
     interpreter = python or sys.executable
     added = []

@@ -178,7 +178,9 @@ class Store:
 
     def replace_documents(
         self,
-        items: Sequence[tuple[FileRecord, DocumentRecord | None, Sequence[str], NDArray[np.float32]]],
+        items: Sequence[
+            tuple[FileRecord, DocumentRecord | None, Sequence[str], NDArray[np.float32]]
+        ],
     ) -> None:
         """Replace the rows of each file with its new chunks, in batched atomic commits.
 
@@ -186,7 +188,9 @@ class Store:
         document (an automated session, an empty note) keeps only its file row,
         so an unchanged file is recognised by its hash next time.
         """
-        batch: list[tuple[FileRecord, DocumentRecord | None, Sequence[str], NDArray[np.float32]]] = []
+        batch: list[
+            tuple[FileRecord, DocumentRecord | None, Sequence[str], NDArray[np.float32]]
+        ] = []
         rows = 0
         for item in items:
             batch.append(item)
@@ -199,7 +203,9 @@ class Store:
 
     def _write_batch(
         self,
-        batch: Sequence[tuple[FileRecord, DocumentRecord | None, Sequence[str], NDArray[np.float32]]],
+        batch: Sequence[
+            tuple[FileRecord, DocumentRecord | None, Sequence[str], NDArray[np.float32]]
+        ],
     ) -> None:
         columns: dict[str, list[Any]] = {f.name: [] for f in chunks_schema(self.dimension)}
         vectors: list[NDArray[np.float32]] = []
@@ -223,12 +229,8 @@ class Store:
                 columns["source_hash"].append(file.sha256)
             vectors.append(vecs)
         schema = chunks_schema(self.dimension)
-        flat = (
-            np.concatenate(vectors).reshape(-1)
-            if vectors
-            else np.zeros(0, dtype=np.float32)
-        )
-        columns["vector"] = pa.FixedSizeListArray.from_arrays(  # type: ignore[assignment]
+        flat = np.concatenate(vectors).reshape(-1) if vectors else np.zeros(0, dtype=np.float32)
+        columns["vector"] = pa.FixedSizeListArray.from_arrays(
             pa.array(flat, type=pa.float32()), self.dimension
         )
         data = pa.table(columns, schema=schema)
@@ -317,8 +319,18 @@ class Store:
         self, projects: Sequence[str]
     ) -> tuple[list[dict[str, Any]], NDArray[np.float32]]:
         """Metadata rows and the vector matrix of the given projects (for in-memory search)."""
-        cols = ["doc_id", "kind", "project", "path", "name", "description", "date", "adr_id",
-                "chunk_index", "vector"]
+        cols = [
+            "doc_id",
+            "kind",
+            "project",
+            "path",
+            "name",
+            "description",
+            "date",
+            "adr_id",
+            "chunk_index",
+            "vector",
+        ]
         tbl = self._chunks.search().where(_in_list("project", projects)).select(cols)
         arrow = tbl.limit(None).to_arrow()
         vec_col = arrow.column("vector").combine_chunks()
@@ -355,11 +367,25 @@ class Store:
     ) -> list[DocumentHit]:
         where = f"{_in_list('project', projects)} AND {_in_list('kind', kinds)}"
         query = (
-            self._chunks.search(np.asarray(vector, dtype=np.float32).reshape(-1), vector_column_name="vector")
+            self._chunks.search(
+                np.asarray(vector, dtype=np.float32).reshape(-1), vector_column_name="vector"
+            )
             .distance_type("cosine")
             .where(where, prefilter=True)
-            .select(["doc_id", "kind", "project", "path", "name", "description", "date",
-                     "adr_id", "chunk_index", "_distance"])
+            .select(
+                [
+                    "doc_id",
+                    "kind",
+                    "project",
+                    "path",
+                    "name",
+                    "description",
+                    "date",
+                    "adr_id",
+                    "chunk_index",
+                    "_distance",
+                ]
+            )
             .limit(limit)
         )
         try:
@@ -377,8 +403,12 @@ class Store:
             if doc_id in best and best[doc_id].score >= score:
                 continue
             record = DocumentRecord(
-                kind=row["kind"], project=row["project"], path=row["path"], name=row["name"] or "",
-                description=row["description"] or "", date=row["date"] or "",
+                kind=row["kind"],
+                project=row["project"],
+                path=row["path"],
+                name=row["name"] or "",
+                description=row["description"] or "",
+                date=row["date"] or "",
                 adr_id=row["adr_id"] or "",
             )
             best[doc_id] = DocumentHit(record, score, int(row["chunk_index"]))

@@ -1,0 +1,187 @@
+"""The hook as Claude Code runs it: a real subprocess (`python -I -S launch.py`), a real socket."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from precedents.query_daemon import protocol
+from tests.conftest_daemon import (
+    RELATED,
+    RELATED_HEADLINE,
+    RELATED_NOTE,
+    UNRELATED,
+    DevState,
+    dev_daemon,  # noqa: F401 - a fixture
+    dev_state,  # noqa: F401 - a fixture
+    prompt_json,
+    run_hook,
+)
+
+HEAVY = ("torch", "sentence_transformers", "lancedb", "pyarrow", "pydantic", "numpy", "typer",
+         "logging", "subprocess")
+
+
+def hook_log(home: Path) -> list[dict[str, Any]]:
+    path = home / "logs" / "hook.log"
+    if not path.exists():
+        return []
+    return [json.loads(line.split(": ", 1)[1]) for line in path.read_text().splitlines()]
+
+
+def assert_silent(proc: subprocess.CompletedProcess[bytes]) -> None:
+    assert proc.returncode == 0
+    assert proc.stdout == b""
+
+
+def test_import_is_light() -> None:
+    code = (
+        "import sys, json; import precedents.hook; "
+        f"print(json.dumps(sorted(m for m in {list(HEAVY)!r} if m in sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert json.loads(out.stdout) == []
+
+
+def test_launcher_runs_with_no_site_packages(tmp_path: Path) -> None:
+    # -I -S: only the standard library and our package, found by the launcher itself.
+    proc = run_hook(tmp_path / "state", b"{}")
+    assert_silent(proc)
+    assert proc.stderr == b""
+
+
+@pytest.mark.slow
+def test_related_prompt_injects_the_right_note(dev_state: DevState, dev_daemon: Any) -> None:
+    proc = run_hook(dev_state.home, prompt_json(RELATED, dev_state.project),
+                    cwd=dev_state.project)
+    assert proc.returncode == 0 and proc.stderr == b""
+    assert proc.stdout.endswith(b"\n") and proc.stdout.count(b"\n") == 1
+    out = json.loads(proc.stdout)
+    assert out["hookSpecificOutput"]["hookEventName"] == "UserPromptSubmit"
+    lines = out["hookSpecificOutput"]["additionalContext"].split("\n")
+    assert lines[0] == protocol.HEADER
+    assert lines[1].startswith(RELATED_HEADLINE) and RELATED_NOTE in lines[1]
+    assert len(proc.stdout) <= 2048
+
+
+@pytest.mark.slow
+def test_unrelated_prompt_injects_nothing(dev_state: DevState, dev_daemon: Any) -> None:
+    proc = run_hook(dev_state.home, prompt_json(UNRELATED, dev_state.project))
+    assert_silent(proc)
+    assert hook_log(dev_state.home)[-1]["outcome"] == "none"
+
+
+@pytest.mark.slow
+def test_short_prompt_is_not_sent(dev_state: DevState, dev_daemon: Any) -> None:
+    proc = run_hook(dev_state.home, prompt_json("stash", dev_state.project))
+    assert_silent(proc)
+    assert hook_log(dev_state.home)[-1]["outcome"] == "short"
+
+
+@pytest.mark.slow
+def test_session_start_mode(dev_state: DevState, dev_daemon: Any) -> None:
+    stdin = json.dumps({"session_id": "s", "cwd": str(dev_state.project),
+                        "hook_event_name": "SessionStart", "source": "startup"}).encode()
+    proc = run_hook(dev_state.home, stdin, "session")
+    out = json.loads(proc.stdout)["hookSpecificOutput"]
+    assert out["hookEventName"] == "SessionStart"
+    assert "Keep user login sessions in Redis" in out["additionalContext"]
+    assert "MySQL" not in out["additionalContext"]
+
+
+@pytest.mark.slow
+def test_prompt_text_is_never_written(dev_state: DevState, dev_daemon: Any) -> None:
+    marker = "zebra-quokka-7731 how do I shelve brand-new untracked files in git stash?"
+    run_hook(dev_state.home, prompt_json(marker, dev_state.project))
+    for path in dev_state.home.rglob("*"):
+        if path.is_file() and path.suffix in (".log", ".pid", ".json", ".txt", ""):
+            assert b"zebra-quokka" not in path.read_bytes(), path
+
+
+@pytest.mark.parametrize("stdin", [b"", b"{not json", b"[1, 2]", b'{"prompt": 42}', b"\xff\xfe"])
+def test_bad_stdin_gives_nothing(tmp_path: Path, stdin: bytes) -> None:
+    home = tmp_path / "state"
+    proc = run_hook(home, stdin)
+    assert_silent(proc)
+    assert hook_log(home)[-1]["outcome"] == "bad-input"
+    assert not (home / "run").exists()  # nothing was asked, nothing started
+
+
+def test_daemon_that_hangs_past_the_budget(tmp_path: Path) -> None:
+    home = tmp_path / "state"
+    run = home / "run"
+    run.mkdir(parents=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(run / protocol.SOCKET_NAME))
+    server.listen(5)
+    held: list[socket.socket] = []
+    threading.Thread(target=lambda: held.append(server.accept()[0]), daemon=True).start()
+    try:
+        started = time.monotonic()
+        proc = run_hook(home, prompt_json(RELATED, tmp_path), budget_ms=None)
+        elapsed = time.monotonic() - started
+    finally:
+        server.close()
+    assert_silent(proc)
+    assert hook_log(home)[-1]["outcome"] == "timeout"
+    assert held, "the hook did connect"
+    assert elapsed < 2.0  # 300 ms budget plus interpreter start on a busy machine
+
+
+def test_daemon_down_starts_it(tmp_path: Path) -> None:
+    home = tmp_path / "state"
+    proc = run_hook(home, prompt_json(RELATED, tmp_path), budget_ms=None)
+    assert_silent(proc)
+    entry = hook_log(home)[-1]
+    assert entry["outcome"] == "down" and entry["started_daemon"] is True
+    pid_file = home / "run" / protocol.PID_NAME
+    deadline = time.monotonic() + 60
+    while not pid_file.exists():
+        assert time.monotonic() < deadline, "the daemon was not started"
+        time.sleep(0.05)
+    pid = int(pid_file.read_text())
+    try:
+        os.kill(pid, 0)  # alive, detached from the hook that started it
+        # A second hook while it starts must not start another one.
+        proc = run_hook(home, prompt_json(RELATED, tmp_path), budget_ms=None)
+        assert_silent(proc)
+        assert hook_log(home)[-1].get("started_daemon") in (False, None)
+    finally:
+        os.kill(pid, 15)
+    deadline = time.monotonic() + 30
+    while pid_file.exists():
+        assert time.monotonic() < deadline, "the daemon did not clean up"
+        time.sleep(0.05)
+
+
+def test_hook_main_always_exits_zero(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from precedents import hook
+
+    monkeypatch.setenv("PRECEDENTS_HOME", str(tmp_path / "state"))
+    assert hook.run([], prompt_json("hi", tmp_path)) is None
+    monkeypatch.setattr(hook, "run", lambda *a: 1 / 0)  # even a bug in the hook
+    monkeypatch.setattr(sys, "stdin", None)
+    assert hook.main([]) == 0
+
+
+def test_state_dir_matches_config() -> None:
+    from precedents.config import default_state_dir
+
+    saved = os.environ.pop("PRECEDENTS_HOME", None)
+    try:
+        assert protocol.default_home() == default_state_dir()
+    finally:
+        if saved is not None:
+            os.environ["PRECEDENTS_HOME"] = saved

@@ -1,0 +1,159 @@
+"""`precedents install-hook`: merge into settings.json, never duplicate, uninstall exactly."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from precedents.cli_daemon import register
+from precedents.hook.install import ARGS_SINCE, claude_version, install, is_ours, launcher_path
+
+USER_HOOK = {"type": "command", "command": "echo mine", "timeout": 2}
+PY = "/opt/venv/bin/python"
+
+
+def read(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text())
+
+
+def app() -> typer.Typer:
+    a = typer.Typer()
+
+    @a.callback()
+    def _root() -> None:
+        """Root."""
+
+    register(a)
+    return a
+
+
+def test_exec_form_entries(tmp_path: Path) -> None:
+    path = tmp_path / ".claude" / "settings.json"
+    report = install(path, python=PY, exec_form=True)
+    assert report.action == "installed"
+    hooks = read(path)["hooks"]
+    assert hooks["UserPromptSubmit"] == [{"hooks": [{
+        "type": "command", "command": PY,
+        "args": ["-I", "-S", str(launcher_path()), "prompt"], "timeout": 5,
+    }]}]
+    assert hooks["SessionStart"][0]["hooks"][0]["args"][-1] == "session"
+
+
+def test_shell_form_is_quoted(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    install(path, python="/path with space/python", exec_form=False)
+    entry = read(path)["hooks"]["UserPromptSubmit"][0]["hooks"][0]
+    assert "args" not in entry
+    assert entry["command"].startswith("'/path with space/python' -I -S ")
+    assert entry["command"].endswith(" prompt")
+
+
+def test_merges_keeps_others_and_never_duplicates(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    original = {
+        "model": "opus",
+        "hooks": {
+            "UserPromptSubmit": [{"hooks": [USER_HOOK]}],
+            "PreToolUse": [{"matcher": "Bash", "hooks": [USER_HOOK]}],
+        },
+    }
+    path.write_text(json.dumps(original))
+    install(path, python=PY, exec_form=True)
+    again = install(path, python=PY, exec_form=True)
+    assert again.action == "unchanged"
+    data = read(path)
+    assert data["model"] == "opus"
+    assert data["hooks"]["PreToolUse"] == original["hooks"]["PreToolUse"]
+    prompt = data["hooks"]["UserPromptSubmit"]
+    assert prompt[0] == {"hooks": [USER_HOOK]}
+    assert sum(is_ours(h) for g in prompt for h in g["hooks"]) == 1
+    # A reinstall with another interpreter replaces ours, still only one.
+    install(path, python="/other/python", exec_form=True)
+    prompt = read(path)["hooks"]["UserPromptSubmit"]
+    ours = [h for g in prompt for h in g["hooks"] if is_ours(h)]
+    assert [h["command"] for h in ours] == ["/other/python"]
+
+
+def test_uninstall_removes_exactly_what_it_added(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    original = {"env": {"A": "1"}, "hooks": {"UserPromptSubmit": [{"hooks": [USER_HOOK]}]}}
+    path.write_text(json.dumps(original))
+    install(path, python=PY, exec_form=True)
+    report = install(path, uninstall=True)
+    assert report.action == "uninstalled" and report.removed == 2
+    assert read(path) == original
+    assert install(path, uninstall=True).action == "absent"
+    fresh = tmp_path / "fresh.json"
+    install(fresh, python=PY, exec_form=False)
+    install(fresh, uninstall=True)
+    assert read(fresh) == {}
+
+
+def test_a_mixed_group_keeps_the_users_handler(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    install(path, python=PY, exec_form=True)
+    data = read(path)
+    data["hooks"]["UserPromptSubmit"][0]["hooks"].append(USER_HOOK)
+    path.write_text(json.dumps(data))
+    install(path, uninstall=True)
+    assert read(path)["hooks"] == {"UserPromptSubmit": [{"hooks": [USER_HOOK]}]}
+
+
+@pytest.mark.parametrize("text", ["{not json", "[]", '{"hooks": []}', '{"hooks": {"X": 1}}'])
+def test_malformed_settings_are_reported_and_untouched(tmp_path: Path, text: str) -> None:
+    project = tmp_path / "proj"
+    (project / ".claude").mkdir(parents=True)
+    path = project / ".claude" / "settings.json"
+    path.write_text(text)
+    result = CliRunner().invoke(app(), ["install-hook", "--project", str(project)])
+    assert result.exit_code == 2
+    assert "left untouched" in result.output
+    assert path.read_text() == text
+
+
+def test_cli_project_and_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PRECEDENTS_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("PRECEDENTS_CLAUDE_DIR", str(tmp_path / "claude"))
+    project = tmp_path / "proj"
+    project.mkdir()
+    runner = CliRunner()
+    result = runner.invoke(app(), ["install-hook", "--project", str(project), "--form", "exec"])
+    assert result.exit_code == 0, result.output
+    assert "exec form" in result.output
+    assert is_ours(read(project / ".claude" / "settings.json")["hooks"]["SessionStart"][0]
+                   ["hooks"][0])
+    result = runner.invoke(app(), ["install-hook", "--user", "--form", "shell", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["path"] == str(tmp_path / "claude" / "settings.json")
+    result = runner.invoke(app(), ["install-hook", "--user", "--project", str(project)])
+    assert result.exit_code == 2
+    result = runner.invoke(app(), ["install-hook", "--user", "--uninstall"])
+    assert "removed 2" in result.output
+
+
+def test_claude_version_decides_the_form(tmp_path: Path) -> None:
+    fake = tmp_path / "claude"
+    fake.write_text("#!/bin/sh\necho '2.1.100 (Claude Code)'\n")
+    fake.chmod(0o755)
+    assert claude_version(str(fake)) == (2, 1, 100) < ARGS_SINCE
+    fake.write_text("#!/bin/sh\necho '2.1.197 (Claude Code)'\n")
+    assert claude_version(str(fake)) == (2, 1, 197) >= ARGS_SINCE
+    assert claude_version(str(tmp_path / "missing")) is None
+
+
+def test_installed_command_runs(tmp_path: Path) -> None:
+    """The registered exec-form command, run as Claude Code would, exits 0 silently."""
+    import sys
+
+    path = tmp_path / "settings.json"
+    install(path, python=sys.executable, exec_form=True)
+    entry = read(path)["hooks"]["UserPromptSubmit"][0]["hooks"][0]
+    proc = subprocess.run([entry["command"], *entry["args"]], input=b"{}", capture_output=True,
+                          env={"PRECEDENTS_HOME": str(tmp_path / "state")}, timeout=30)
+    assert proc.returncode == 0 and proc.stdout == b"" and proc.stderr == b""
