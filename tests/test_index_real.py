@@ -173,13 +173,14 @@ def run_cli(
 
 def test_cli_reindex_status_query_and_state_modes(home: Path, tmp_path: Path) -> None:
     notes = dev_notes(tmp_path, count=20)
+    (tmp_path / ".git").mkdir()  # a query from a subfolder searches the git root's project
     (notes / "empty.md").write_text("")
     (notes / "binary.md").write_bytes(b"\x00\x01\x02")
     out = run_cli("reindex", "--notes", str(notes), "--project", str(tmp_path), "--json")
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["files_indexed"] == 21 and report["chunks_embedded"] > 20
-    assert [Path(p["path"]).name for p in report["problems"]] == ["binary.md"]
+    assert sorted(Path(p["path"]).name for p in report["problems"]) == ["binary.md", "empty.md"]
     assert "Traceback" not in out.stderr
 
     assert mode(home) == 0o700

@@ -142,6 +142,7 @@ def test_bad_input_is_reported_and_nothing_else_lost(
 
     reasons = {Path(p.path).name: p.reason for p in report.problems}
     assert "binary" in reasons["binary.md"]
+    assert "empty" in reasons["empty.md"]
     assert "max_file_bytes" in reasons["huge.md"]
     assert "UTF-8" in reasons["latin1.md"]
     assert "front matter" in reasons["broken-fm.md"]

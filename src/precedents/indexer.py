@@ -222,6 +222,9 @@ class Indexer:
         except UnicodeDecodeError:
             text = data.decode("utf-8", errors="replace")
             report.problems.append(Problem(str(src.path), "not valid UTF-8: bad bytes replaced"))
+        if not text.strip():
+            report.problems.append(Problem(str(src.path), "empty file: nothing to index"))
+            return None, []
         # Mask before parsing and chunking: a secret cut by a chunk boundary
         # would no longer be recognisable in either half.
         meta = parse_note(mask_secrets(text), src.path.stem)
