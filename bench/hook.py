@@ -26,8 +26,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-# bench/ holds a secrets.py that would shadow the standard library's `secrets`.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -89,7 +87,10 @@ def hook_once(stdin: bytes, env: dict[str, str]) -> tuple[float, bytes]:
     started = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-I", "-S", str(LAUNCHER), "prompt"],
-        input=stdin, capture_output=True, env=env, check=False,
+        input=stdin,
+        capture_output=True,
+        env=env,
+        check=False,
     )
     return time.perf_counter() - started, proc.stdout
 
@@ -101,7 +102,10 @@ def concurrent(stdins: list[bytes], env: dict[str, str]) -> list[float]:
         started = time.perf_counter()
         p = subprocess.Popen(
             [sys.executable, "-I", "-S", str(LAUNCHER), "prompt"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
         )
         procs.append((started, p, stdin))
     for _, p, stdin in procs:
@@ -135,7 +139,8 @@ def search_comparison(home: Path) -> dict[str, Any]:
     from precedents.sources import project_keys
 
     os.environ["PRECEDENTS_HOME"] = str(home)
-    recall = Recall(load_settings(discover_claude=False))
+    # batch=True: the daemon's own set-up (one torch thread, a warmed model).
+    recall = Recall(load_settings(discover_claude=False), batch=True)
     keys = project_keys(PROJECT)
     texts = questions()
     vectors = [recall.embed(t) for t in texts]
@@ -179,8 +184,10 @@ def main() -> int:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRECEDENTS_")}
     env["PRECEDENTS_HOME"] = str(home)
     daemon = subprocess.Popen(
-        [sys.executable, "-m", "precedents.query_daemon"], env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [sys.executable, "-m", "precedents.query_daemon"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         from precedents.query_daemon import protocol
@@ -194,8 +201,17 @@ def main() -> int:
                 pass
             time.sleep(0.2)
         texts = questions()
-        stdins = [json.dumps({"prompt": t, "cwd": PROJECT, "hook_event_name": "UserPromptSubmit",
-                              "session_id": "bench"}).encode() for t in texts]
+        stdins = [
+            json.dumps(
+                {
+                    "prompt": t,
+                    "cwd": PROJECT,
+                    "hook_event_name": "UserPromptSubmit",
+                    "session_id": "bench",
+                }
+            ).encode()
+            for t in texts
+        ]
         for s in stdins[:5]:  # warm the page cache and the daemon's row subset
             hook_once(s, env)
         seq, injected = [], 0

@@ -28,7 +28,9 @@ EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval"
 LAUNCHER = REPO / "src" / "precedents" / "hook" / "launch.py"
 
 # A question one dev note answers (eval/dev q02), and the note.
-RELATED = "git stash left my brand-new files sitting in the working tree — how do I shelve those too?"
+RELATED = (
+    "git stash left my brand-new files sitting in the working tree — how do I shelve those too?"
+)
 RELATED_NOTE = "git__stashing-untracked-files.md"
 RELATED_HEADLINE = "note  Stashing Untracked Files"
 UNRELATED = "good morning! how was your weekend?"
@@ -174,13 +176,15 @@ def run_hook(
 
 def prompt_json(prompt: str, cwd: Path) -> bytes:
     """Claude Code's UserPromptSubmit stdin."""
-    return json.dumps({
-        "session_id": "test-session",
-        "transcript_path": str(cwd / "t.jsonl"),
-        "cwd": str(cwd),
-        "hook_event_name": "UserPromptSubmit",
-        "prompt": prompt,
-    }).encode()
+    return json.dumps(
+        {
+            "session_id": "test-session",
+            "transcript_path": str(cwd / "t.jsonl"),
+            "cwd": str(cwd),
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": prompt,
+        }
+    ).encode()
 
 
 def start_daemon(home: Path, *extra: str) -> subprocess.Popen[bytes]:

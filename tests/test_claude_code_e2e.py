@@ -16,20 +16,23 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 from precedents.hook.install import install
-from tests.conftest_daemon import (
+
+pytest.register_assert_rewrite("tests.conftest_daemon")
+from tests.conftest_daemon import (  # noqa: E402 - after the rewrite registration
     RELATED,
     RELATED_HEADLINE,
     RELATED_NOTE,
     DevState,
-    dev_daemon,  # noqa: F401 - a fixture
-    dev_state,  # noqa: F401 - a fixture
     hook_env,
 )
+
+# The session index of the dev notes and the daemon over it (shared with the other modules).
+pytest_plugins = ["tests.conftest_daemon"]
 
 CLAUDE_CODE_VERSION = os.environ.get("PRECEDENTS_TEST_CLAUDE_CODE", "2.1.332")
 CACHE = Path(os.environ.get("PRECEDENTS_TEST_CACHE", Path.home() / ".cache" / "precedents-test"))
@@ -37,31 +40,39 @@ CONTEXT_MARK = "UserPromptSubmit hook additional context:"
 
 
 def _sse(events: list[dict[str, Any]]) -> bytes:
-    return b"".join(
-        f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events
-    )
+    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
 
 
 MESSAGE = {
-    "id": "msg_test", "type": "message", "role": "assistant", "model": "claude-test",
-    "content": [], "stop_reason": None, "stop_sequence": None,
+    "id": "msg_test",
+    "type": "message",
+    "role": "assistant",
+    "model": "claude-test",
+    "content": [],
+    "stop_reason": None,
+    "stop_sequence": None,
     "usage": {"input_tokens": 10, "output_tokens": 1},
 }
-STREAM = _sse([
-    {"type": "message_start", "message": MESSAGE},
-    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "OK"}},
-    {"type": "content_block_stop", "index": 0},
-    {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-     "usage": {"output_tokens": 1}},
-    {"type": "message_stop"},
-])
+STREAM = _sse(
+    [
+        {"type": "message_start", "message": MESSAGE},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "OK"}},
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": 1},
+        },
+        {"type": "message_stop"},
+    ]
+)
 
 
 class FakeApi(BaseHTTPRequestHandler):
     """Records every request body; answers /v1/messages with a minimal reply."""
 
-    bodies: list[str] = []
+    bodies: ClassVar[list[str]] = []
 
     def log_message(self, *args: Any) -> None:  # keep pytest output clean
         pass
@@ -96,8 +107,11 @@ class FakeApi(BaseHTTPRequestHandler):
         if streamed:
             self._send(200, STREAM, "text/event-stream")
         else:
-            reply = {**MESSAGE, "content": [{"type": "text", "text": "OK"}],
-                     "stop_reason": "end_turn"}
+            reply = {
+                **MESSAGE,
+                "content": [{"type": "text", "text": "OK"}],
+                "stop_reason": "end_turn",
+            }
             self._send(200, json.dumps(reply).encode())
 
 
@@ -111,9 +125,20 @@ def claude_bin() -> Path:
     if not exe.exists():
         folder.mkdir(parents=True, exist_ok=True)
         proc = subprocess.run(
-            [npm, "install", "--no-audit", "--no-fund", "--loglevel=error", "--prefix",
-             str(folder), f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}"],
-            capture_output=True, text=True, timeout=600, check=False,
+            [
+                npm,
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+                "--prefix",
+                str(folder),
+                f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
         )
         assert proc.returncode == 0 and exe.exists(), f"npm install failed: {proc.stderr[-2000:]}"
     return exe
@@ -134,8 +159,11 @@ def fake_api() -> Iterator[tuple[str, list[str]]]:
 
 @pytest.mark.slow
 def test_claude_code_sends_the_injected_note(
-    tmp_path: Path, claude_bin: Path, fake_api: tuple[str, list[str]],
-    dev_state: DevState, dev_daemon: Any,
+    tmp_path: Path,
+    claude_bin: Path,
+    fake_api: tuple[str, list[str]],
+    dev_state: DevState,
+    dev_daemon: Any,
 ) -> None:
     url, bodies = fake_api
     project = dev_state.project
@@ -160,7 +188,12 @@ def test_claude_code_sends_the_injected_note(
         env.pop("CLAUDECODE", None)
         proc = subprocess.run(
             [str(claude_bin), "-p", RELATED, "--max-turns", "1"],
-            cwd=project, env=env, capture_output=True, text=True, timeout=180, check=False,
+            cwd=project,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
         )
     finally:
         install(settings_file, uninstall=True)

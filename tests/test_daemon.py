@@ -19,20 +19,23 @@ import pytest
 from precedents.query_daemon import protocol
 from precedents.query_daemon.recall import Answer, Recall
 from precedents.query_daemon.server import Daemon, DaemonRunning
-from tests.conftest_daemon import (
+
+pytest.register_assert_rewrite("tests.conftest_daemon")
+from tests.conftest_daemon import (  # noqa: E402 - after the rewrite registration
     ADR_PROMPT,
     RELATED,
     RELATED_HEADLINE,
     RELATED_NOTE,
     DevState,
     build_index,
-    dev_daemon,  # noqa: F401 - a fixture
-    dev_state,  # noqa: F401 - a fixture
     hook_env,
     settings_for,
     start_daemon,
     stop_daemon,
 )
+
+# The session index of the dev notes and the daemon over it (shared with the other modules).
+pytest_plugins = ["tests.conftest_daemon"]
 
 
 class FakeRecall:
@@ -114,8 +117,11 @@ def test_refuses_to_start_twice(home: Path, fake_daemon: Daemon) -> None:
 
 def test_refuses_to_start_twice_as_processes(home: Path, fake_daemon: Daemon) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "precedents.query_daemon"], env=hook_env(home),
-        capture_output=True, timeout=60, check=False,
+        [sys.executable, "-m", "precedents.query_daemon"],
+        env=hook_env(home),
+        capture_output=True,
+        timeout=60,
+        check=False,
     )
     assert proc.returncode == 0  # a racing hook's start is not an error
     assert ask(home, {"op": "ping"})["pid"] == os.getpid()
@@ -165,8 +171,12 @@ def test_sigterm_removes_socket_and_pid(home: Path) -> None:
         "Daemon(settings_for(Path(sys.argv[1])), recall_factory=lambda s: FakeRecall()).serve()"
     )
     repo = Path(__file__).resolve().parents[1]
-    proc = subprocess.Popen([sys.executable, "-c", script, str(home)], cwd=repo,
-                            env=hook_env(home), stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, str(home)],
+        cwd=repo,
+        env=hook_env(home),
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 30
     while not (home / "run" / protocol.SOCKET_NAME).exists():
         assert time.monotonic() < deadline and proc.poll() is None, proc.stderr
@@ -244,16 +254,15 @@ def test_tcp_transport_needs_the_secret_and_tags_answers(home: Path) -> None:
 
 @pytest.mark.slow
 def test_related_question_gets_the_right_note(dev_state: DevState, dev_daemon: Any) -> None:
-    answer = ask(dev_state.home, {"op": "context", "prompt": RELATED, "cwd": str(dev_state.project)})
+    cwd = str(dev_state.project)
+    answer = ask(dev_state.home, {"op": "context", "prompt": RELATED, "cwd": cwd})
     lines = answer["context"].split("\n")
     assert lines[0] == protocol.HEADER
     assert lines[1].startswith(RELATED_HEADLINE) and RELATED_NOTE in lines[1]
 
 
 @pytest.mark.slow
-def test_superseded_adr_ranked_first_carries_its_mark(
-    dev_state: DevState, dev_daemon: Any
-) -> None:
+def test_superseded_adr_ranked_first_carries_its_mark(dev_state: DevState, dev_daemon: Any) -> None:
     cwd = str(dev_state.project / "src")  # a subfolder: the project is its git root
     answer = ask(dev_state.home, {"op": "context", "prompt": ADR_PROMPT, "cwd": cwd})
     first = answer["context"].split("\n")[1]
@@ -278,8 +287,9 @@ def test_auto_context_is_what_the_daemon_answers(
     recall = Recall(settings_for(dev_state.home), embedder)
     for prompt in (RELATED, ADR_PROMPT, "good morning! how was your weekend?"):
         mine = recall.context(prompt, str(dev_state.project)).context
-        theirs = ask(dev_state.home, {"op": "context", "prompt": prompt,
-                                      "cwd": str(dev_state.project)})["context"]
+        theirs = ask(
+            dev_state.home, {"op": "context", "prompt": prompt, "cwd": str(dev_state.project)}
+        )["context"]
         assert mine == theirs
 
 
@@ -317,3 +327,28 @@ def test_sees_another_process_index_update_within_a_second(
         assert seen is not None and seen <= 1.0, seen
     finally:
         stop_daemon(proc)
+
+
+def test_serve_status_and_stop_commands(home: Path, fake_daemon: Daemon) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from precedents.cli_daemon import register
+
+    app = typer.Typer()
+
+    @app.callback()
+    def _root() -> None:
+        """Root."""
+
+    register(app)
+    runner = CliRunner()
+    status = runner.invoke(app, ["serve", "--status"])
+    assert status.exit_code == 0 and json.loads(status.output)["pid"] == os.getpid()
+    assert runner.invoke(app, ["serve", "--stop"]).exit_code == 0
+    deadline = time.monotonic() + 10
+    while (home / "run" / protocol.SOCKET_NAME).exists():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    down = runner.invoke(app, ["serve", "--status"])
+    assert down.exit_code == 1 and "no daemon" in down.output

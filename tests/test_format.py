@@ -52,8 +52,13 @@ def test_line_shapes_and_header() -> None:
 def test_marked_adr_and_conversation_lines() -> None:
     records = [
         rec("adr", "Use MySQL", adr_id="ADR-0003", path="/repo/docs/adr/0003-mysql.md"),
-        rec("conversation", "Debugging the flaky login test", date="2025-03-14T10:22:03Z",
-            description="must never be shown", path="/c/abc.jsonl"),
+        rec(
+            "conversation",
+            "Debugging the flaky login test",
+            date="2025-03-14T10:22:03Z",
+            description="must never be shown",
+            path="/c/abc.jsonl",
+        ),
     ]
     text = format_context(selection(records), marks({"ADR-0003": SUPERSEDED}))
     assert lines_of(text)[1:] == [

@@ -15,20 +15,32 @@ from typing import Any
 import pytest
 
 from precedents.query_daemon import protocol
-from tests.conftest_daemon import (
+
+pytest.register_assert_rewrite("tests.conftest_daemon")
+from tests.conftest_daemon import (  # noqa: E402 - after the rewrite registration
     RELATED,
     RELATED_HEADLINE,
     RELATED_NOTE,
     UNRELATED,
     DevState,
-    dev_daemon,  # noqa: F401 - a fixture
-    dev_state,  # noqa: F401 - a fixture
     prompt_json,
     run_hook,
 )
 
-HEAVY = ("torch", "sentence_transformers", "lancedb", "pyarrow", "pydantic", "numpy", "typer",
-         "logging", "subprocess")
+# The session index of the dev notes and the daemon over it (shared with the other modules).
+pytest_plugins = ["tests.conftest_daemon"]
+
+HEAVY = (
+    "torch",
+    "sentence_transformers",
+    "lancedb",
+    "pyarrow",
+    "pydantic",
+    "numpy",
+    "typer",
+    "logging",
+    "subprocess",
+)
 
 
 def hook_log(home: Path) -> list[dict[str, Any]]:
@@ -48,9 +60,49 @@ def test_import_is_light() -> None:
         "import sys, json; import precedents.hook; "
         f"print(json.dumps(sorted(m for m in {list(HEAVY)!r} if m in sys.modules)))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
     assert json.loads(out.stdout) == []
+
+
+def test_hook_imports_only_c_level_stdlib_under_the_launcher() -> None:
+    # The slow pure-Python layers (json's re, socket's enum, typing, pathlib) stay out.
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    code = (
+        f"import sys; sys.path.insert(0, {src!r}); import precedents.hook; "
+        "print(sorted(sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    loaded = set(eval(out))  # a printed list of names
+    assert not loaded & {"json", "socket", "re", "enum", "typing", "pathlib", *HEAVY}
+
+
+def test_codec_matches_json() -> None:
+    samples: list[Any] = [
+        {"a": '日本語 ⚠️ "quoted" \\ \n\t\x01', "n": 1, "f": 0.25, "t": True, "z": None},
+        ["x", 1, [2.5, {"k": False}]],
+        "",
+        0,
+        -3.0,
+    ]
+    for value in samples:
+        assert protocol.dumps(value) == json.dumps(value, ensure_ascii=False)
+        assert protocol.loads(json.dumps(value)) == value
+    context = "Possibly related\nnote  x — 説明 (path)"
+    assert protocol.hook_output(context) == json.dumps(
+        {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": context}},
+        ensure_ascii=False,
+    )
+    for bad in ("", "{", "[1,]", "{} x", "nul"):
+        with pytest.raises(ValueError):
+            protocol.loads(bad)
 
 
 def test_launcher_runs_with_no_site_packages(tmp_path: Path) -> None:
@@ -62,8 +114,7 @@ def test_launcher_runs_with_no_site_packages(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_related_prompt_injects_the_right_note(dev_state: DevState, dev_daemon: Any) -> None:
-    proc = run_hook(dev_state.home, prompt_json(RELATED, dev_state.project),
-                    cwd=dev_state.project)
+    proc = run_hook(dev_state.home, prompt_json(RELATED, dev_state.project), cwd=dev_state.project)
     assert proc.returncode == 0 and proc.stderr == b""
     assert proc.stdout.endswith(b"\n") and proc.stdout.count(b"\n") == 1
     out = json.loads(proc.stdout)
@@ -90,8 +141,14 @@ def test_short_prompt_is_not_sent(dev_state: DevState, dev_daemon: Any) -> None:
 
 @pytest.mark.slow
 def test_session_start_mode(dev_state: DevState, dev_daemon: Any) -> None:
-    stdin = json.dumps({"session_id": "s", "cwd": str(dev_state.project),
-                        "hook_event_name": "SessionStart", "source": "startup"}).encode()
+    stdin = json.dumps(
+        {
+            "session_id": "s",
+            "cwd": str(dev_state.project),
+            "hook_event_name": "SessionStart",
+            "source": "startup",
+        }
+    ).encode()
     proc = run_hook(dev_state.home, stdin, "session")
     out = json.loads(proc.stdout)["hookSpecificOutput"]
     assert out["hookEventName"] == "SessionStart"
@@ -164,9 +221,7 @@ def test_daemon_down_starts_it(tmp_path: Path) -> None:
         time.sleep(0.05)
 
 
-def test_hook_main_always_exits_zero(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_hook_main_always_exits_zero(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from precedents import hook
 
     monkeypatch.setenv("PRECEDENTS_HOME", str(tmp_path / "state"))
@@ -181,7 +236,7 @@ def test_state_dir_matches_config() -> None:
 
     saved = os.environ.pop("PRECEDENTS_HOME", None)
     try:
-        assert protocol.default_home() == default_state_dir()
+        assert Path(protocol.default_home()) == default_state_dir()
     finally:
         if saved is not None:
             os.environ["PRECEDENTS_HOME"] = saved

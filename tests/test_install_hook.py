@@ -38,10 +38,18 @@ def test_exec_form_entries(tmp_path: Path) -> None:
     report = install(path, python=PY, exec_form=True)
     assert report.action == "installed"
     hooks = read(path)["hooks"]
-    assert hooks["UserPromptSubmit"] == [{"hooks": [{
-        "type": "command", "command": PY,
-        "args": ["-I", "-S", str(launcher_path()), "prompt"], "timeout": 5,
-    }]}]
+    assert hooks["UserPromptSubmit"] == [
+        {
+            "hooks": [
+                {
+                    "type": "command",
+                    "command": PY,
+                    "args": ["-I", "-S", str(launcher_path()), "prompt"],
+                    "timeout": 5,
+                }
+            ]
+        }
+    ]
     assert hooks["SessionStart"][0]["hooks"][0]["args"][-1] == "session"
 
 
@@ -126,8 +134,9 @@ def test_cli_project_and_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     result = runner.invoke(app(), ["install-hook", "--project", str(project), "--form", "exec"])
     assert result.exit_code == 0, result.output
     assert "exec form" in result.output
-    assert is_ours(read(project / ".claude" / "settings.json")["hooks"]["SessionStart"][0]
-                   ["hooks"][0])
+    assert is_ours(
+        read(project / ".claude" / "settings.json")["hooks"]["SessionStart"][0]["hooks"][0]
+    )
     result = runner.invoke(app(), ["install-hook", "--user", "--form", "shell", "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["path"] == str(tmp_path / "claude" / "settings.json")
@@ -154,6 +163,19 @@ def test_installed_command_runs(tmp_path: Path) -> None:
     path = tmp_path / "settings.json"
     install(path, python=sys.executable, exec_form=True)
     entry = read(path)["hooks"]["UserPromptSubmit"][0]["hooks"][0]
-    proc = subprocess.run([entry["command"], *entry["args"]], input=b"{}", capture_output=True,
-                          env={"PRECEDENTS_HOME": str(tmp_path / "state")}, timeout=30)
+    proc = subprocess.run(
+        [entry["command"], *entry["args"]],
+        input=b"{}",
+        capture_output=True,
+        env={"PRECEDENTS_HOME": str(tmp_path / "state")},
+        timeout=30,
+    )
     assert proc.returncode == 0 and proc.stdout == b"" and proc.stderr == b""
+
+
+def test_a_configured_budget_is_passed_to_the_prompt_hook(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    install(path, python=PY, exec_form=True, budget_ms=450)
+    hooks = read(path)["hooks"]
+    assert hooks["UserPromptSubmit"][0]["hooks"][0]["args"][-2:] == ["--budget-ms", "450"]
+    assert "--budget-ms" not in hooks["SessionStart"][0]["hooks"][0]["args"]

@@ -86,8 +86,9 @@ def test_conversations_alone_never_decide() -> None:
     convs = [hit("c", 0.95, kind="conversation"), *filler(10, 0.2)]
     sel = select(convs[:1], T, PROJECT)
     assert sel.reason == "empty" and not sel.chosen
-    quiet = select([hit("c", 0.95, kind="conversation"), hit("a", 0.4), *filler(10, 0.2)],
-                   T, PROJECT)
+    quiet = select(
+        [hit("c", 0.95, kind="conversation"), hit("a", 0.4), *filler(10, 0.2)], T, PROJECT
+    )
     assert quiet.reason == "below-top" and not quiet.chosen
 
 
@@ -103,8 +104,7 @@ def test_one_conversation_near_the_top_joins_in_score_order() -> None:
     sel = select(hits, T, PROJECT)
     assert names(sel) == ["c1", "a", "b"]
     # In the narrow case a conversation must still be near the top document.
-    narrow = [hit("a", 0.70), hit("b", 0.66), hit("c", 0.60, kind="conversation"),
-              *filler(9, 0.62)]
+    narrow = [hit("a", 0.70), hit("b", 0.66), hit("c", 0.60, kind="conversation"), *filler(9, 0.62)]
     assert "c" not in names(select(narrow, T, PROJECT))
 
 

@@ -133,6 +133,13 @@ def query(
     return QueryResult(root, hits, time.perf_counter() - started, marks)
 
 
+def auto_context(settings: Settings, text: str, *, project: str | None = None) -> str | None:
+    """Exactly what the hook would inject for ``text`` (the daemon's code, in-process)."""
+    from precedents.query_daemon.recall import auto_context as recall_auto_context
+
+    return recall_auto_context(settings, text, project)
+
+
 def status(settings: Settings) -> dict[str, Any]:
     """What is indexed, by kind and project, with the model, device and store size."""
     stored = Store.stored_model(settings.index_dir)

@@ -18,6 +18,8 @@ import typer
 
 from precedents import api
 from precedents.cli_adr import adr_app
+from precedents.cli_daemon import register as register_daemon
+from precedents.cli_watch import register as register_watch
 from precedents.config import Settings, load_settings, private_umask
 from precedents.errors import PrecedentsError, UsageError
 
@@ -28,6 +30,8 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(adr_app, name="adr")
+register_watch(app)
+register_daemon(app)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -186,11 +190,21 @@ def query(
     text: Annotated[str, typer.Argument(help="What to look for.")],
     project: ProjectOpt = None,
     k: Annotated[int, typer.Option("-k", help="How many documents.")] = 5,
+    auto: Annotated[
+        bool, typer.Option("--auto", help="Print exactly what the hook would inject.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Documents of this project (and shared rules) ranked by similarity."""
     if k < 1:
         raise UsageError("-k must be at least 1")
+    if auto:
+        context = api.auto_context(settings(), text, project=project)
+        if as_json:
+            print_json({"additionalContext": context})
+        elif context:
+            typer.echo(context)
+        return
     result = api.query(settings(), text, project=project, k=k)
     if as_json:
         print_json(result.to_json())

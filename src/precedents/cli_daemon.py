@@ -101,8 +101,12 @@ def install_hook(
         raise UsageError("--form must be auto, exec or shell")
     settings = load_settings()
     path = settings_path(project, user, settings.claude_dir)
+    budget = settings.hook_budget_ms
     report = install(
-        path, uninstall=uninstall, exec_form=None if form == "auto" else form == "exec"
+        path,
+        uninstall=uninstall,
+        exec_form=None if form == "auto" else form == "exec",
+        budget_ms=None if budget == 300 else budget,
     )
     if as_json:
         typer.echo(json.dumps(report.to_json(), indent=2))

@@ -22,6 +22,9 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 RECOMMENDED_MODEL = "BAAI/bge-m3"
 CONFIG_FILE = "config.toml"
 DEFAULT_MAX_FILE_BYTES = 2_000_000
+# Transcripts carry tool output (file dumps, logs) of which only the text of
+# prompts and answers is kept, so a long real session is easily tens of MB.
+DEFAULT_MAX_CONVERSATION_BYTES = 64_000_000
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,7 @@ class Settings:
     model: str = DEFAULT_MODEL
     device: str = "auto"
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    max_conversation_bytes: int = DEFAULT_MAX_CONVERSATION_BYTES
     claude_dir: Path = field(default_factory=claude_dir)
     # Extra folders; Claude Code's own folders are discovered from claude_dir.
     notes: tuple[Path, ...] = ()
@@ -181,8 +185,9 @@ def _from_mapping(data: Mapping[str, Any], base: Settings) -> Settings:
             if not isinstance(data[key], str) or not data[key]:
                 raise ConfigError(f"config: `{key}` must be a non-empty string")
             changes[key] = data[key]
-    if "max_file_bytes" in data:
-        changes["max_file_bytes"] = int(_number(data["max_file_bytes"], "max_file_bytes"))
+    for key in ("max_file_bytes", "max_conversation_bytes"):
+        if key in data:
+            changes[key] = int(_number(data[key], key))
     for key in ("idle_timeout_s", "hook_budget_ms"):
         if key in data:
             changes[key] = _number(data[key], key)

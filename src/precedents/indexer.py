@@ -173,7 +173,7 @@ class Indexer:
         self, src: SourceFile, known: dict[str, FileRecord], report: IndexReport
     ) -> Prepared | None:
         path = str(src.path)
-        data = self._read(src.path, report)
+        data = self._read(src.path, src.kind, report)
         if data is None:
             if path in known:
                 report.files_deleted += self.store.delete_files([path])
@@ -188,16 +188,17 @@ class Indexer:
         file = FileRecord(path, src.kind, src.project, digest, len(data), len(chunks), time.time())
         return Prepared(file, doc if chunks else None, chunks)
 
-    def _read(self, path: Path, report: IndexReport) -> bytes | None:
+    def _read(self, path: Path, kind: str, report: IndexReport) -> bytes | None:
+        limit, key = (
+            (self.settings.max_conversation_bytes, "max_conversation_bytes")
+            if kind == "conversation"
+            else (self.settings.max_file_bytes, "max_file_bytes")
+        )
         try:
             size = path.stat().st_size
-            if size > self.settings.max_file_bytes:
+            if size > limit:
                 report.problems.append(
-                    Problem(
-                        str(path),
-                        f"skipped: {size:,} bytes, over max_file_bytes "
-                        f"({self.settings.max_file_bytes:,})",
-                    )
+                    Problem(str(path), f"skipped: {size:,} bytes, over {key} ({limit:,})")
                 )
                 return None
             data = path.read_bytes()

@@ -11,7 +11,8 @@ fails must never block the conversation.
   nowhere) and this message gets nothing.
 - The prompt is never written anywhere: ``logs/hook.log`` gets the outcome,
   byte count and timing of each call only. (The log line is written by hand:
-  importing :mod:`logging` would cost the hook milliseconds on every message.)
+  importing :mod:`logging` would cost the hook milliseconds on every message;
+  for the same reason JSON goes through :mod:`protocol`'s C-level codec.)
 
 Arguments: ``prompt`` (default) or ``session`` (the SessionStart mode, which
 hands the agent the repository's live ADRs), and ``--budget-ms N``.
@@ -19,7 +20,6 @@ hands the agent the repository's live ADRs), and ``--budget-ms N``.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -31,7 +31,9 @@ from precedents.query_daemon.protocol import (
     Unavailable,
     ask,
     default_home,
+    dumps,
     hook_output,
+    loads,
 )
 
 MIN_PROMPT_CHARS = 8
@@ -55,7 +57,7 @@ def _log(home: str, **fields: object) -> None:
         except OSError:
             pass
         fields["ms"] = round((time.perf_counter() - _STARTED) * 1000, 1)
-        line = time.strftime("%Y-%m-%dT%H:%M:%S ") + "INFO precedents.hook: " + json.dumps(fields)
+        line = time.strftime("%Y-%m-%dT%H:%M:%S ") + "INFO precedents.hook: " + dumps(fields)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(fd, (line + "\n").encode("utf-8"))
@@ -131,10 +133,10 @@ def run(argv: list[str], stdin: bytes) -> str | None:
     mode, budget_ms = _parse_args(argv)
     if os.name != "nt":
         os.umask(0o077)  # the log and any state folder it creates are the user's alone
-    home = str(default_home())
+    home = default_home()
     try:
-        data = json.loads(stdin.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
+        data = loads(stdin.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError included
         _log(home, event=mode, outcome="bad-input")
         return None
     if not isinstance(data, dict):
@@ -157,16 +159,17 @@ def run(argv: list[str], stdin: bytes) -> str | None:
             _log(home, event="prompt", outcome="short")
             return None
         request = {"op": "context", "prompt": prompt, "cwd": cwd}
+        # The environment beats the installed --budget-ms (a one-off override).
         env_budget = os.environ.get("PRECEDENTS_HOOK_BUDGET_MS")
         try:
-            budget = (budget_ms or float(env_budget or PROMPT_BUDGET_MS)) / 1000
+            budget = float(env_budget or budget_ms or PROMPT_BUDGET_MS) / 1000
         except ValueError:
             budget = PROMPT_BUDGET_MS / 1000
     # Whatever time start-up already took comes out of the budget.
     budget -= time.perf_counter() - _STARTED
     kind = "session" if session else "prompt"
     try:
-        answer = ask(request, max(budget, 0.001), default_home() / "run")
+        answer = ask(request, max(budget, 0.001), os.path.join(home, "run"))
     except Unavailable as exc:
         started = start_daemon(home) if exc.why == "down" else False
         _log(home, event=kind, outcome=exc.why, started_daemon=started)

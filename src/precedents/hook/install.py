@@ -56,9 +56,17 @@ def claude_version(claude: str | None = None) -> tuple[int, ...] | None:
     return tuple(int(g) for g in match.groups()) if match else None
 
 
-def hook_entry(mode: str, *, python: str, exec_form: bool) -> dict[str, Any]:
-    """One hook handler for Claude Code: the interpreter, ``-I -S``, the launcher, ``mode``."""
+def hook_entry(
+    mode: str, *, python: str, exec_form: bool, budget_ms: float | None = None
+) -> dict[str, Any]:
+    """One hook handler for Claude Code: the interpreter, ``-I -S``, the launcher, ``mode``.
+
+    ``budget_ms`` (the ``hook_budget_ms`` setting, when not the default) is
+    passed on the command line: the hook does not read the config file.
+    """
     args = ["-I", "-S", str(launcher_path()), mode]
+    if budget_ms is not None:
+        args += ["--budget-ms", f"{budget_ms:g}"]
     if exec_form:
         return {"type": "command", "command": python, "args": args, "timeout": TIMEOUT_S}
     command = " ".join(shlex.quote(a) for a in [python, *args])
@@ -165,6 +173,7 @@ def install(
     exec_form: bool | None = None,
     uninstall: bool = False,
     claude: str | None = None,
+    budget_ms: float | None = None,
 ) -> InstallReport:
     """Add (or with ``uninstall`` remove) precedents' hooks in the settings file ``path``.
 
@@ -192,7 +201,16 @@ def install(
     added = []
     for event, mode in EVENTS.items():
         hooks.setdefault(event, []).append(
-            {"hooks": [hook_entry(mode, python=interpreter, exec_form=exec_form)]}
+            {
+                "hooks": [
+                    hook_entry(
+                        mode,
+                        python=interpreter,
+                        exec_form=exec_form,
+                        budget_ms=budget_ms if mode == "prompt" else None,
+                    )
+                ]
+            }
         )
         added.append(event)
     data["hooks"] = hooks

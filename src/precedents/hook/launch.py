@@ -3,15 +3,15 @@
 ``-I -S`` skips site-packages (and their .pth files) and the user's
 environment, which saves ~30 ms per message, but then nothing puts our package
 on ``sys.path``: this file does, from its own location, and runs the hook.
-Only ``os`` and ``sys`` (already loaded by the interpreter) are used here.
+Only ``sys`` is used here; ``__file__`` is absolute when Claude Code runs it.
 """
 
-import os
 import sys
 
 # .../<src or site-packages>/precedents/hook/launch.py -> .../<src or site-packages>
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+_here = __file__.replace("\\", "/")
+sys.path.insert(0, _here.rsplit("/", 3)[0] if _here.count("/") >= 3 else ".")
 
-from precedents.hook import main
+from precedents.hook import main  # noqa: E402 - needs the path above
 
 sys.exit(main(sys.argv[1:]))

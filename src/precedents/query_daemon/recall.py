@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from precedents.config import Settings
-from precedents.embedding import Embedder, Vectors, load_embedder
+from precedents.embedding import Embedder, load_embedder
 from precedents.errors import StoreError
 from precedents.query_daemon.format import LineParts, fit_lines, format_context, line_parts
 from precedents.query_daemon.marks import AdrMarks
@@ -65,23 +65,30 @@ class Answer:
         }
 
 
+Work = tuple[str, tuple[str, ...]]  # (prompt, project keys)
+Ranked = tuple[list[DocumentHit], float, float]  # (hits, embed ms, search ms)
+
+
 class _Batcher:
-    """Serialize embedding calls, encoding whatever queued up meanwhile as one batch.
+    """One worker thread that embeds and ranks whatever questions queued up, as one batch.
 
     The model is not safe to call from many threads at once, and on a small
     CPU one batch of ten short texts costs far less than ten calls in a row.
+    Ranking runs in the same thread, one matrix product per batch: ten
+    client threads searching at once fought over the GIL and BLAS threads for
+    up to 100 ms each (measured), against ~2 ms for one search alone.
     """
 
-    def __init__(self, encode: Callable[[Sequence[str]], Vectors]) -> None:
-        self._encode = encode
-        self._queue: queue.Queue[tuple[str, Future[Any]] | None] = queue.Queue()
+    def __init__(self, work: Callable[[list[Work]], list[Ranked]]) -> None:
+        self._work = work
+        self._queue: queue.Queue[tuple[Work, Future[Ranked]] | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="embed", daemon=True)
         self._thread.start()
 
-    def encode(self, text: str) -> Any:
-        """The vector of ``text`` (blocks until its batch is done)."""
-        fut: Future[Any] = Future()
-        self._queue.put((text, fut))
+    def submit(self, item: Work) -> Ranked:
+        """Rank one question (blocks until its batch is done)."""
+        fut: Future[Ranked] = Future()
+        self._queue.put((item, fut))
         return fut.result()
 
     def close(self) -> None:
@@ -90,10 +97,10 @@ class _Batcher:
 
     def _run(self) -> None:
         while True:
-            item = self._queue.get()
-            if item is None:
+            first = self._queue.get()
+            if first is None:
                 return
-            batch = [item]
+            batch = [first]
             while True:
                 try:
                     nxt = self._queue.get_nowait()
@@ -104,23 +111,31 @@ class _Batcher:
                     break
                 batch.append(nxt)
             try:
-                vectors = self._encode([t for t, _ in batch])
+                results = self._work([item for item, _ in batch])
             except Exception as exc:  # handed to every waiting caller
                 for _, fut in batch:
                     fut.set_exception(exc)
                 continue
-            for (_, fut), vec in zip(batch, vectors, strict=True):
-                fut.set_result(vec)
+            for (_, fut), result in zip(batch, results, strict=True):
+                fut.set_result(result)
+
+
+def _env_int(name: str, default: int) -> int:
+    try:
+        return max(int(os.environ.get(name, default)), 1)
+    except ValueError:
+        return default
 
 
 def _daemon_threads(embedder: Embedder) -> None:
-    """One torch thread for CPU queries in the daemon.
+    """One torch thread for CPU queries in the daemon (``PRECEDENTS_TORCH_THREADS`` overrides).
 
     Measured on the 2-core dev box with other work running (docs/daemon.md):
-    a one-query encode took 26/32 ms (p50/p95) on one thread against 42/820 ms
-    on two, because spinning OpenMP workers fight whatever else uses the CPU
-    (the agent's own builds and tests). A hook's p95 matters more than its p50.
-    ``PRECEDENTS_TORCH_THREADS`` overrides.
+    one query encoded in 21/27 ms (p50/max) on one thread; on two, 15 ms p50
+    but with spikes to 250-800 ms, because spinning OpenMP workers fight
+    whatever else uses the CPU (the agent's own builds, ten hook processes
+    starting at once). A burst of nine took 100-120 ms on one thread and
+    75-400 ms on two. A hook's p95 matters more than its p50.
     """
     if getattr(embedder, "device", "cpu") != "cpu":
         return
@@ -128,20 +143,13 @@ def _daemon_threads(embedder: Embedder) -> None:
         import torch
     except ImportError:
         return
-    try:
-        threads = int(os.environ.get("PRECEDENTS_TORCH_THREADS", "1"))
-    except ValueError:
-        threads = 1
-    torch.set_num_threads(max(threads, 1))
+    torch.set_num_threads(_env_int("PRECEDENTS_TORCH_THREADS", 1))
 
 
 def _table_version(store: Store) -> Any:
-    # The store exposes no version yet; the chunk table's is what changes when
-    # anything searchable changes. With reader=True it reflects other processes.
-    version = getattr(store, "version", None)
-    if callable(version):
-        return version()
-    return store._chunks.version
+    # The chunk table's version changes whenever anything searchable changes;
+    # with reader=True it reflects other processes' commits.
+    return store.version()
 
 
 class Recall:
@@ -165,7 +173,7 @@ class Recall:
         self._batcher: _Batcher | None = None
         if batch:
             _daemon_threads(self.embedder)
-            self._batcher = _Batcher(self.embedder.encode_queries)
+            self._batcher = _Batcher(self._work)
             # The first calls of a fresh model are several times slower (allocator,
             # kernel selection): pay for them now, not on the user's first message.
             for _ in range(3):
@@ -230,18 +238,41 @@ class Recall:
     # -- questions ---------------------------------------------------------------
 
     def embed(self, text: str) -> Any:
-        """The query vector of ``text`` (serialized; batched in the daemon)."""
-        if self._batcher is not None:
-            return self._batcher.encode(text)
+        """The query vector of ``text`` (serialized with the other callers)."""
         with self._encode_lock:
             return self.embedder.encode_queries([text])[0]
+
+    def _work(self, items: list[Work]) -> list[Ranked]:
+        """Embed a batch of questions at once, then rank each (the batcher's job)."""
+        started = time.perf_counter()
+        with self._encode_lock:
+            vectors = self.embedder.encode_queries([text for text, _ in items])
+        embedded = time.perf_counter()
+        snapshot = self._snapshot
+        by_keys: dict[tuple[str, ...], list[int]] = {}
+        for i, (_, keys) in enumerate(items):
+            by_keys.setdefault(keys, []).append(i)
+        hits: list[list[DocumentHit]] = [[] for _ in items]
+        for keys, idx in by_keys.items():
+            for i, ranked in zip(idx, snapshot.rank_many(vectors[idx], keys), strict=True):
+                hits[i] = ranked
+        done = time.perf_counter()
+        embed_ms, search_ms = (embedded - started) * 1000, (done - embedded) * 1000
+        return [(h, embed_ms, search_ms) for h in hits]
+
+    def _ranked(self, text: str, keys: tuple[str, ...]) -> Ranked:
+        if self._batcher is not None:
+            return self._batcher.submit((text, keys))
+        return self._work([(text, keys)])[0]
 
     def rank(
         self, text: str, project: str, kinds: Sequence[str] | None = None
     ) -> list[DocumentHit]:
         """Documents of ``project``'s root (and shared rules) ranked for ``text``."""
-        root = project_root(project)
-        return self._snapshot.rank(self.embed(text), project_keys(root), kinds)
+        keys = tuple(project_keys(project_root(project)))
+        if kinds:
+            return self._snapshot.rank(self.embed(text), keys, kinds)
+        return self._ranked(text, keys)[0]
 
     def context(self, text: str, cwd: str) -> Answer:
         """What the hook injects for a prompt ``text`` typed in ``cwd``."""
@@ -252,9 +283,7 @@ class Recall:
         if not snapshot.rows:
             return Answer(None, skipped="no-index")
         root = project_root(cwd)
-        vector = self.embed(text)
-        embedded = time.perf_counter()
-        hits = snapshot.rank(vector, project_keys(root))
+        hits, embed_ms, search_ms = self._ranked(text, tuple(project_keys(root)))
         ranked = time.perf_counter()
         selection = select(hits, self.thresholds, root)
         text_out = format_context(selection, self.marks.mark_for)
@@ -263,8 +292,9 @@ class Recall:
             text_out,
             selection,
             {
-                "embed": (embedded - started) * 1000,
-                "search": (ranked - embedded) * 1000,
+                "wait": (ranked - started) * 1000 - embed_ms - search_ms,
+                "embed": embed_ms,
+                "search": search_ms,
                 "format": (done - ranked) * 1000,
                 "total": (done - started) * 1000,
             },

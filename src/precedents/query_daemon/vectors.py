@@ -31,13 +31,13 @@ CONVERSATION_RANKS = 3
 
 @dataclass(frozen=True)
 class _Subset:
-    """The rows of a set of project keys: their matrix and which document each row is."""
+    """The rows of a set of project keys, grouped so each document's rows are contiguous."""
 
-    matrix: NDArray[np.float32]
-    rows: NDArray[np.int64]  # row numbers in the snapshot
-    codes: NDArray[np.int64]  # document code of each row (0..n_docs-1 within the subset)
-    doc_first_row: NDArray[np.int64]  # a snapshot row of each document (for its record)
-    is_conversation: NDArray[np.bool_]  # per document
+    matrix: NDArray[np.float32]  # the subset's vectors, document by document
+    rows: NDArray[np.int64]  # snapshot row of each subset row
+    starts: NDArray[np.int64]  # first subset row of each document (for reduceat)
+    docs: NDArray[np.int64]  # indices of notes/rules/ADRs among the documents
+    conversations: NDArray[np.int64]  # indices of conversations among the documents
 
 
 @dataclass
@@ -62,27 +62,25 @@ class VectorSnapshot:
         if cached is not None:
             return cached
         wanted = set(key)
-        rows = np.fromiter(
-            (i for i, m in enumerate(self.meta) if m["project"] in wanted), dtype=np.int64
-        )
-        doc_codes: dict[str, int] = {}
-        codes = np.empty(len(rows), dtype=np.int64)
-        first: list[int] = []
-        conv: list[bool] = []
-        for j, i in enumerate(rows.tolist()):
-            m = self.meta[i]
-            code = doc_codes.get(m["doc_id"])
-            if code is None:
-                code = doc_codes[m["doc_id"]] = len(first)
-                first.append(i)
-                conv.append(m["kind"] == "conversation")
-            codes[j] = code
+        by_doc: dict[str, list[int]] = {}
+        for i, m in enumerate(self.meta):
+            if m["project"] in wanted:
+                by_doc.setdefault(m["doc_id"], []).append(i)
+        rows: list[int] = []
+        starts: list[int] = []
+        docs: list[int] = []
+        convs: list[int] = []
+        for d, doc_rows in enumerate(by_doc.values()):
+            starts.append(len(rows))
+            rows.extend(doc_rows)
+            (convs if self.meta[doc_rows[0]]["kind"] == "conversation" else docs).append(d)
+        row_arr = np.asarray(rows, dtype=np.int64)
         subset = _Subset(
-            matrix=np.ascontiguousarray(self.matrix[rows]),
-            rows=rows,
-            codes=codes,
-            doc_first_row=np.asarray(first, dtype=np.int64),
-            is_conversation=np.asarray(conv, dtype=np.bool_),
+            matrix=np.ascontiguousarray(self.matrix[row_arr]),
+            rows=row_arr,
+            starts=np.asarray(starts, dtype=np.int64),
+            docs=np.asarray(docs, dtype=np.int64),
+            conversations=np.asarray(convs, dtype=np.int64),
         )
         with self._lock:
             self._subsets[key] = subset
@@ -106,47 +104,77 @@ class VectorSnapshot:
         ``conversation_ranks`` conversations, merged in score order (ranked
         apart so that many long conversations cannot crowd the documents out).
         """
+        q = np.asarray(vector, dtype=np.float32).reshape(1, -1)
+        return self.rank_many(q, projects, kinds, doc_ranks, conversation_ranks)[0]
+
+    def rank_many(
+        self,
+        vectors: NDArray[np.float32],
+        projects: Sequence[str],
+        kinds: Sequence[str] | None = None,
+        doc_ranks: int = DOC_RANKS,
+        conversation_ranks: int = CONVERSATION_RANKS,
+    ) -> list[list[DocumentHit]]:
+        """:meth:`rank` for several query vectors (one row each) in one matrix product."""
         sub = self._subset(projects)
         if not len(sub.rows):
-            return []
-        scores = sub.matrix @ np.asarray(vector, dtype=np.float32).reshape(-1)
-        order = np.argsort(-scores, kind="stable")
-        sorted_codes = sub.codes[order]
-        # The first time a document appears in score order is its best chunk.
-        _, first_pos = np.unique(sorted_codes, return_index=True)
-        first_pos.sort()
-        ranked_docs = sorted_codes[first_pos]
-        best_rows = order[first_pos]  # row in the subset of each ranked document's best chunk
-        conv = sub.is_conversation[ranked_docs]
+            return [[] for _ in range(len(vectors))]
+        scores_all = sub.matrix @ np.asarray(vectors, dtype=np.float32).T  # rows x queries
+        # Best chunk per document: documents' rows are contiguous, so one reduceat.
+        best_all = np.maximum.reduceat(scores_all, sub.starts, axis=0)  # docs x queries
         allowed = set(kinds) if kinds else None
-        picks: list[int] = []
-        for mask, limit in ((~conv, doc_ranks), (conv, conversation_ranks)):
-            idx = np.flatnonzero(mask)
-            taken = 0
-            for k in idx.tolist():
-                if taken >= limit:
-                    break
-                kind = self.meta[int(sub.rows[best_rows[k]])]["kind"]
-                if allowed is not None and kind not in allowed:
-                    continue
-                picks.append(k)
-                taken += 1
-        picks.sort()
-        hits = []
-        for k in picks:
-            row = int(sub.rows[best_rows[k]])
-            m = self.meta[row]
-            record = DocumentRecord(
-                kind=m["kind"],
-                project=m["project"],
-                path=m["path"],
-                name=m["name"] or "",
-                description=m["description"] or "",
-                date=m["date"] or "",
-                adr_id=m["adr_id"] or "",
+        out = []
+        for j in range(scores_all.shape[1]):
+            scores, best = scores_all[:, j], best_all[:, j]
+            picks: list[tuple[float, int]] = []
+            for group, limit in ((sub.docs, doc_ranks), (sub.conversations, conversation_ranks)):
+                picks += self._top(sub, group, best, limit, allowed)
+            picks.sort(key=lambda p: -p[0])
+            out.append([self._hit(sub, scores, d) for _, d in picks])
+        return out
+
+    def _top(
+        self,
+        sub: _Subset,
+        group: NDArray[np.int64],
+        best: NDArray[np.float32],
+        limit: int,
+        allowed: set[str] | None,
+    ) -> list[tuple[float, int]]:
+        if not len(group) or limit <= 0:
+            return []
+        if allowed is not None:
+            group = np.asarray(
+                [d for d in group.tolist() if self._kind(sub, d) in allowed], dtype=np.int64
             )
-            hits.append(DocumentHit(record, float(scores[best_rows[k]]), int(m["chunk_index"])))
-        return hits
+            if not len(group):
+                return []
+        scores = best[group]
+        if len(group) > limit:
+            part = np.argpartition(-scores, limit - 1)[:limit]
+        else:
+            part = np.arange(len(group))
+        order = part[np.argsort(-scores[part], kind="stable")]
+        return [(float(scores[k]), int(group[k])) for k in order.tolist()]
+
+    def _kind(self, sub: _Subset, doc: int) -> str:
+        return str(self.meta[int(sub.rows[sub.starts[doc]])]["kind"])
+
+    def _hit(self, sub: _Subset, scores: NDArray[np.float32], doc: int) -> DocumentHit:
+        start = int(sub.starts[doc])
+        end = int(sub.starts[doc + 1]) if doc + 1 < len(sub.starts) else len(sub.rows)
+        local = start + int(np.argmax(scores[start:end]))
+        m = self.meta[int(sub.rows[local])]
+        record = DocumentRecord(
+            kind=m["kind"],
+            project=m["project"],
+            path=m["path"],
+            name=m["name"] or "",
+            description=m["description"] or "",
+            date=m["date"] or "",
+            adr_id=m["adr_id"] or "",
+        )
+        return DocumentHit(record, float(scores[local]), int(m["chunk_index"]))
 
 
 EMPTY = VectorSnapshot(version=None, meta=[], matrix=np.zeros((0, 0), dtype=np.float32))

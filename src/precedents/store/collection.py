@@ -288,6 +288,10 @@ class Store:
         self._commits = 0
         return True
 
+    def version(self) -> int:
+        """The chunk table's version: it changes with every commit (readers reload on change)."""
+        return int(self._chunks.version)
+
     def refresh(self) -> None:
         """See the latest commits of other processes (after a 'Not found' error)."""
         for tbl in (self._chunks, self._files, self._meta):

@@ -1,0 +1,480 @@
+"""`precedents watch`: watchdog observers on every source folder, feeding the indexer.
+
+Flow: the observer thread only classifies events and records paths in a
+:class:`Debouncer`; ONE worker thread takes the paths that have gone quiet and
+hands them to the :class:`Indexer` in batches, so LanceDB writes are never
+concurrent. The worker looks at each path's *current state* (exists and belongs
+to a source -> index it; otherwise -> drop its rows), never at the event kinds,
+so any sequence of events an editor produces (vim's ``4913`` probe, ``~``
+backups, ``.swp``, atomic renames) ends in one index of the final file, and
+temp files are never indexed because they match no source.
+
+On start the worker first reconciles (``Indexer.sync`` over every source):
+what changed while no watcher ran is indexed and deleted files' rows go.
+Sources are re-discovered when a folder appears in Claude Code's folders and
+every ``rescan_s``, so a new project folder is picked up and a deleted one
+neither crashes the observer nor keeps its rows.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import threading
+import time
+import traceback
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from watchdog.events import FileSystemEvent
+
+from precedents.config import Settings
+from precedents.embedding import Embedder
+from precedents.errors import PrecedentsError
+from precedents.indexer import Indexer, IndexReport
+from precedents.sources import SourceDir, SourceFile, configured_sources, walk
+from precedents.store import Store
+from precedents.watcher.debounce import Debouncer
+from precedents.watcher.embcache import CachedEmbedder
+from precedents.watcher.pidfile import PidFile
+from precedents.watcher.watches import Watches, may_hold_sources, route, wanted_watches, within
+
+log = logging.getLogger("precedents.watcher")
+
+_REDISCOVER: tuple[str, str] = ("rediscover", "")
+_MAX_BACKOFF_S = 60.0
+_LOGGED_PATHS = 5
+
+
+@dataclass(frozen=True)
+class WatchTiming:
+    """How long paths wait before they are indexed (seconds)."""
+
+    quiet_s: float = 0.3  # notes, rules, ADRs: a save is a burst of events within ms
+    conversation_quiet_s: float = 2.0  # logs grow a line at a time while a session runs
+    max_wait_s: float = 10.0  # a file that never goes quiet is still indexed this often
+    rescan_s: float = 60.0  # re-discover sources and re-establish lost watches
+
+
+@dataclass
+class WatchStats:
+    """Counters of what the watcher did since it started."""
+
+    batches: int = 0
+    files_indexed: int = 0
+    files_removed: int = 0
+    chunks_embedded: int = 0
+    failures: int = 0
+    reconciles: int = 0
+
+
+class _Interrupted(Exception):
+    """Raised from the indexer's progress callback when stop() was asked for."""
+
+
+class _AllFailed(Exception):
+    """Every file of a batch failed (each already logged): time to back off."""
+
+
+def _listing(label: str, paths: Sequence[str]) -> str:
+    if not paths:
+        return ""
+    more = f" and {len(paths) - _LOGGED_PATHS} more" if len(paths) > _LOGGED_PATHS else ""
+    return f"{label}: {', '.join(paths[:_LOGGED_PATHS])}{more}"
+
+
+class Watcher:
+    """Keeps the store in line with the source folders until :meth:`stop`."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        notes: Iterable[Path] = (),
+        rules: Iterable[Path] = (),
+        adrs: Iterable[Path] = (),
+        conversations: Iterable[Path] = (),
+        project: str | None = None,
+        sources: Sequence[SourceDir] | None = None,
+        store: Store | None = None,
+        embedder: Embedder | None = None,
+        timing: WatchTiming | None = None,
+    ) -> None:
+        """Watch ``sources``, or the folders given (like ``reindex --notes ...``), or
+        every configured and discovered source when neither is given.
+
+        ``store``/``embedder`` default to the configured ones, opened on :meth:`start`.
+        """
+        self.settings = settings
+        self.timing = timing or WatchTiming()
+        self._explicit = {
+            "notes": list(notes),
+            "rules": list(rules),
+            "adrs": list(adrs),
+            "conversations": list(conversations),
+        }
+        self._project = project
+        self._given = list(sources) if sources is not None else None
+        fixed = self._given is not None or any(self._explicit.values())
+        self._discovering = not fixed and settings.discover_claude
+        self._store = store
+        self._embedder = embedder
+        self._sources: tuple[SourceDir, ...] = ()
+        self._indexer: Indexer | None = None
+        self._watches = Watches(self._on_event)
+        self._debouncer = Debouncer(self.timing.max_wait_s)
+        self._pid = PidFile(settings.run_dir)
+        self._stopping = threading.Event()
+        self._ready = threading.Event()
+        self._worker: threading.Thread | None = None
+        self._failures_in_row = 0
+        self._reported: dict[str, str] = {}
+        self.stats = WatchStats()
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    @property
+    def sources(self) -> tuple[SourceDir, ...]:
+        """The source folders being watched now."""
+        return self._sources
+
+    def start(self) -> None:
+        """Claim the pid file, open the store, start the observer and the worker.
+
+        Returns at once; the worker's first job is the reconcile pass
+        (:meth:`wait_ready` waits for it). Raises :class:`WatcherRunning` when
+        another watcher holds this state directory, :class:`UsageError` for a
+        missing folder.
+        """
+        if self._worker is not None:
+            raise RuntimeError("this watcher was already started")
+        self._sources = tuple(self._discover())  # a missing folder fails before the lock
+        self._pid.acquire()
+        try:
+            if self._store is None:
+                from precedents.api import LazyStore
+
+                lazy = LazyStore(self.settings)
+                self._store = lazy.open()
+                load: Callable[[], Embedder] = lazy.embedder
+            else:
+                given = self._embedder
+                if given is None:
+                    raise ValueError("a store was given without its embedder")
+                load = lambda: given  # noqa: E731
+            # The model loads on the first chunk to embed; a clean start loads nothing.
+            self._indexer = Indexer(self.settings, self._store, lambda: CachedEmbedder(load()))
+            self._watches.start()
+            self._sync_watches()
+            # daemon=True: a program that forgets stop() must still be able to exit;
+            # each store write is one atomic commit, so being cut off loses nothing.
+            self._worker = threading.Thread(
+                target=self._run, name="precedents-watcher", daemon=True
+            )
+            self._worker.start()
+        except BaseException:
+            self._watches.stop()
+            self._pid.release()
+            raise
+        log.info(
+            "watching %d source folder(s) (pid %d, state %s)",
+            len(self._sources),
+            os.getpid(),
+            self.settings.home,
+        )
+
+    def wait_ready(self, timeout_s: float | None = None) -> bool:
+        """Wait for the start-up reconcile pass; False on timeout."""
+        return self._ready.wait(timeout_s)
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        """Stop watching, let the worker finish its current file, remove the pid file.
+
+        Changes still waiting for their quiet period are left to the next
+        start's reconcile pass.
+        """
+        self._stopping.set()
+        self._debouncer.close()
+        if self._watches.alive:
+            self._watches.stop()
+        if self._worker is not None:
+            self._worker.join(timeout_s)
+            if self._worker.is_alive():
+                log.warning("the indexing thread did not finish within %.0f s", timeout_s)
+        self._pid.release()
+        if self._worker is not None:
+            log.info("watcher stopped")
+
+    def __enter__(self) -> Watcher:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- sources and watches -----------------------------------------------------
+
+    def _discover(self) -> list[SourceDir]:
+        if self._given is not None:
+            return list(self._given)
+        if not self._discovering:
+            # Fixed folders: checked once (a missing one is the user's mistake).
+            if self._sources:
+                return list(self._sources)
+            return configured_sources(self.settings, project=self._project, **self._explicit)
+        return configured_sources(self.settings)
+
+    def _sync_watches(self) -> set[str]:
+        claude = self.settings.claude_dir if self._discovering else None
+        return self._watches.sync(wanted_watches(self._sources, claude))
+
+    def _refresh_sources(self) -> None:
+        old = self._sources
+        try:
+            self._sources = tuple(self._discover())
+        except (PrecedentsError, OSError) as exc:
+            log.warning("source discovery failed: %s", exc)
+            return
+        added_roots = self._sync_watches()
+        fresh = [s for s in self._sources if s not in old or str(s.root) in added_roots]
+        for src in old:
+            if src not in self._sources and not src.root.is_dir():
+                self._drop_under(str(src.root))
+        if fresh:
+            log.info(
+                "new or re-appeared source folder(s): %s", ", ".join(str(s.root) for s in fresh)
+            )
+            self._reconcile(fresh)
+
+    def _drop_under(self, root: str) -> None:
+        assert self._indexer is not None and self._store is not None
+        gone = [p for p in self._store.files() if within(p, root)]
+        if gone:
+            removed = self._indexer.remove_paths(gone)
+            self.stats.files_removed += removed
+            log.info("removed %d file(s) of vanished folder %s", removed, root)
+
+    # -- events (observer thread) ------------------------------------------------
+
+    def _on_event(self, event: FileSystemEvent) -> None:
+        try:
+            paths = [os.fsdecode(event.src_path)]
+            if event.event_type == "moved":
+                paths.append(os.fsdecode(event.dest_path))
+            for path in paths:
+                if event.is_directory:
+                    self._on_dir_event(path, event.event_type)
+                    continue
+                src = route(self._sources, path)
+                if src is None:
+                    continue  # temp files, backups, hidden files, other suffixes
+                quiet = (
+                    self.timing.conversation_quiet_s
+                    if src.kind == "conversation"
+                    else self.timing.quiet_s
+                )
+                self._debouncer.add(("file", path), quiet)
+        except Exception:  # an exception here would kill watchdog's dispatch thread
+            log.exception("could not handle a file-system event")
+
+    def _on_dir_event(self, path: str, event_type: str) -> None:
+        roots = {str(s.root) for s in self._sources}
+        if event_type in ("deleted", "moved") and path in roots:
+            # Its watch is gone, or follows the folder to wherever it was moved.
+            self._watches.mark_dead(path)
+        if path in roots or any(s.recursive and within(path, str(s.root)) for s in self._sources):
+            # A folder of notes moved in, out, or deleted: look at every file under it.
+            self._debouncer.add(("dir", path), self.timing.quiet_s)
+        if path in roots or (
+            self._discovering and may_hold_sources(self.settings.claude_dir, path)
+        ):
+            self._debouncer.add(_REDISCOVER, self.timing.quiet_s)
+
+    # -- the worker --------------------------------------------------------------
+
+    def _check_stop(self, *_: int) -> None:
+        if self._stopping.is_set():
+            raise _Interrupted
+
+    def _run(self) -> None:
+        try:
+            self._guarded(lambda: self._reconcile(self._sources))
+        except _Interrupted:
+            return
+        finally:
+            self._ready.set()
+        next_rescan = time.monotonic() + self.timing.rescan_s
+        while not self._stopping.is_set():
+            due = self._debouncer.take_due(max(0.0, next_rescan - time.monotonic()))
+            if self._stopping.is_set():
+                break
+            try:
+                if due:
+                    self._guarded(functools.partial(self._process, due))
+                if time.monotonic() >= next_rescan:
+                    self._guarded(self._refresh_sources)
+                    next_rescan = time.monotonic() + self.timing.rescan_s
+            except _Interrupted:
+                break
+
+    def _guarded(self, job: Callable[[], None]) -> None:
+        """Run one job; a failure is logged and backs off, it never ends the thread."""
+        try:
+            job()
+            self._failures_in_row = 0
+        except _Interrupted:
+            raise
+        except Exception as exc:
+            if not isinstance(exc, _AllFailed):
+                self._failed("a watcher job", exc)
+            self._failures_in_row += 1
+            # One bad file fails once; a broken store fails every batch. From the second
+            # failure in a row, wait longer each time (2, 4 ... 60 s) instead of spinning.
+            if self._failures_in_row >= 2:
+                self._stopping.wait(min(_MAX_BACKOFF_S, 0.5 * 2**self._failures_in_row))
+
+    def _failed(self, what: str, exc: BaseException) -> None:
+        self.stats.failures += 1
+        # Only our own errors' messages are logged: another library's message could
+        # quote the text it choked on. The frames (code, not data) go to DEBUG.
+        reason = str(exc) if isinstance(exc, PrecedentsError) else type(exc).__name__
+        log.error("indexing %s failed: %s", what, reason)
+        log.debug("".join(traceback.format_tb(exc.__traceback__)))
+
+    def _reconcile(self, sources: Sequence[SourceDir]) -> None:
+        assert self._indexer is not None
+        report = self._indexer.sync(walk(sources), progress=self._check_stop)
+        self.stats.reconciles += 1
+        self._count(report)
+        log.info(
+            "reconciled %d folder(s): %d file(s) seen, %d indexed, %d removed, "
+            "%d chunk(s) embedded in %.2f s",
+            len(sources),
+            report.files_seen,
+            report.files_indexed,
+            report.files_deleted,
+            report.chunks_embedded,
+            report.seconds,
+        )
+        self._log_problems(report)
+
+    def _process(self, due: list[Hashable]) -> None:
+        paths: set[str] = set()
+        dirs: list[str] = []
+        for key in due:
+            if key == _REDISCOVER:
+                self._refresh_sources()
+            elif isinstance(key, tuple) and key[0] == "dir":
+                dirs.append(key[1])
+            elif isinstance(key, tuple) and key[0] == "file":
+                paths.add(key[1])
+        for folder in dirs:
+            paths |= self._files_under(folder)
+        if not paths:
+            return
+        try:
+            self._apply(sorted(paths))
+        except _Interrupted:
+            raise
+        except Exception as exc:
+            if len(paths) == 1:
+                self._failed(next(iter(paths)), exc)
+                raise _AllFailed from None
+            # One bad file must not cost the others their update: isolate it.
+            log.warning("a batch of %d files failed; retrying them one by one", len(paths))
+            failed = 0
+            for path in sorted(paths):
+                try:
+                    self._apply([path])
+                except _Interrupted:
+                    raise
+                except Exception as one:
+                    self._failed(path, one)
+                    failed += 1
+            if failed == len(paths):
+                raise _AllFailed from None
+
+    def _files_under(self, folder: str) -> set[str]:
+        assert self._store is not None
+        found = {p for p in self._store.files() if within(p, folder)}
+        for top, dirnames, filenames in os.walk(folder):
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+            found.update(os.path.join(top, f) for f in filenames)
+        return found
+
+    def _apply(self, paths: Sequence[str]) -> None:
+        """Index the paths that exist and belong to a source; drop the rows of the rest."""
+        assert self._indexer is not None and self._store is not None
+        started = time.perf_counter()
+        known = self._store.files()
+        to_index: list[SourceFile] = []
+        to_remove: list[str] = []
+        for path in paths:
+            src = route(self._sources, path)
+            if src is not None and os.path.isfile(path):
+                to_index.append(src)
+            elif path in known:
+                to_remove.append(path)
+        report = IndexReport()
+        if to_index:
+            self._indexer.index_files(to_index, report, self._check_stop, known)
+        # Index first, remove second: a moved note is never missing for a reader.
+        removed = self._indexer.remove_paths(to_remove) if to_remove else 0
+        report.files_deleted += removed
+        self._refresh_adr_graphs(known, to_remove)
+        self._store.maybe_compact()
+        self.stats.batches += 1
+        self._count(report)
+        if report.files_indexed or report.files_deleted:
+            log.info(
+                "indexed %d file(s) (%d unchanged, %d chunk(s) embedded) and removed %d "
+                "in %.2f s%s%s",
+                report.files_indexed,
+                report.files_unchanged,
+                report.chunks_embedded,
+                report.files_deleted,
+                time.perf_counter() - started,
+                _listing("; checked", [str(s.path) for s in to_index]),
+                _listing("; removed", to_remove),
+            )
+        self._log_problems(report, paths)
+
+    def _refresh_adr_graphs(self, known: dict[str, Any], removed: Sequence[str]) -> None:
+        """Rebuild the cached graph of folders that lost an ADR (indexing one rebuilds it)."""
+        folders = {Path(p).parent for p in removed if getattr(known.get(p), "kind", "") == "adr"}
+        if not folders:
+            return
+        from precedents.adr_graph import build_graph
+
+        for folder in folders:
+            if folder.is_dir():
+                try:
+                    build_graph(folder, self.settings.cache_dir / "adr")
+                except Exception as exc:  # the daemon rebuilds it on demand anyway
+                    log.warning("ADR graph of %s: %s", folder, type(exc).__name__)
+
+    def _count(self, report: IndexReport) -> None:
+        self.stats.files_indexed += report.files_indexed
+        self.stats.files_removed += report.files_deleted
+        self.stats.chunks_embedded += report.chunks_embedded
+
+    def _log_problems(self, report: IndexReport, checked: Iterable[str] = ()) -> None:
+        """Warn once per file and reason: a log over max_file_bytes that keeps growing
+        would otherwise warn every few seconds for the rest of its session."""
+        for path in checked:
+            self._reported.pop(path, None)
+        for problem in report.problems:
+            if self._reported.get(problem.path) == problem.reason:
+                log.debug("%s: %s (again)", problem.path, problem.reason)
+                continue
+            self._reported[problem.path] = problem.reason
+            log.warning("%s: %s", problem.path, problem.reason)

@@ -1,0 +1,168 @@
+"""Which source a changed path belongs to, and the watchdog watches on the source folders.
+
+Routing follows :func:`precedents.sources.walk` exactly (first source in list
+order wins, hidden names and other suffixes are skipped, ``MEMORY.md`` is not
+a note), so an event never indexes a file the walk would not, and never under
+another kind or project than the walk would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from watchdog.events import (
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileDeletedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver, ObservedWatch
+
+from precedents.sources import MEMORY_INDEX, SourceDir, SourceFile
+
+log = logging.getLogger("precedents.watcher")
+
+# What a save, a delete or a rename produces. FileOpened, FileClosedNoWrite and
+# DirModified (one per change inside a folder) are noise, dropped in the emitter.
+EVENTS: list[type[FileSystemEvent]] = [
+    FileCreatedEvent,
+    FileModifiedEvent,
+    FileMovedEvent,
+    FileDeletedEvent,
+    FileClosedEvent,
+    DirCreatedEvent,
+    DirDeletedEvent,
+    DirMovedEvent,
+]
+
+WatchKey = tuple[str, bool]  # (folder, recursive)
+
+
+def within(path: str, root: str) -> bool:
+    """Whether ``path`` is ``root`` or lies under it (string paths, no I/O)."""
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+def route(sources: Sequence[SourceDir], path: str) -> SourceFile | None:
+    """The source a file belongs to, or None for temp files, hidden files and the like."""
+    for src in sources:
+        root = str(src.root)
+        if path == root or not within(path, root):
+            continue
+        parts = Path(path[len(root.rstrip(os.sep)) + 1 :]).parts
+        if not parts or (not src.recursive and len(parts) != 1):
+            continue
+        name = parts[-1]
+        if any(p.startswith(".") for p in parts) or not name.endswith(src.suffix):
+            continue
+        if src.kind == "note" and name == MEMORY_INDEX:
+            continue
+        return SourceFile(Path(path), src.kind, src.project, src.root)
+    return None
+
+
+def may_hold_sources(claude_dir: Path, path: str) -> bool:
+    """Whether a folder appearing at ``path`` can be a new Claude Code source folder.
+
+    ``projects/`` or ``rules/`` in Claude's folder, a project folder in
+    ``projects/``, or the ``memory/`` folder of a project.
+    """
+    claude = str(claude_dir)
+    projects = os.path.join(claude, "projects")
+    parent, name = os.path.split(path)
+    if parent == claude:
+        return name in ("projects", "rules")
+    return parent == projects or (os.path.dirname(parent) == projects and name == "memory")
+
+
+def wanted_watches(sources: Sequence[SourceDir], claude_dir: Path | None) -> set[WatchKey]:
+    """The watches ``sources`` need; with ``claude_dir``, also where new ones appear."""
+    wanted = {(str(s.root), s.recursive) for s in sources}
+    if claude_dir is not None:
+        wanted |= {(str(claude_dir), False), (str(claude_dir / "projects"), False)}
+    # A recursive watch of a folder already sees its direct children.
+    return {(p, r) for p, r in wanted if r or (p, True) not in wanted}
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, on_event: Callable[[FileSystemEvent], None]) -> None:
+        self._on_event = on_event
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        self._on_event(event)
+
+
+class Watches:
+    """One watchdog observer and the watches scheduled on it, kept in line with a wanted set."""
+
+    def __init__(self, on_event: Callable[[FileSystemEvent], None]) -> None:
+        """``on_event`` is called on the observer's thread for every kept event."""
+        self._handler = _Handler(on_event)
+        self._observer: BaseObserver = Observer()
+        self._watches: dict[WatchKey, ObservedWatch] = {}
+        self._dead: set[str] = set()
+
+    def start(self) -> None:
+        """Start the observer thread."""
+        self._observer.start()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop the observer thread and wait for it."""
+        self._observer.stop()
+        if self._observer.is_alive():
+            self._observer.join(timeout_s)
+
+    @property
+    def alive(self) -> bool:
+        """Whether the observer thread runs."""
+        return self._observer.is_alive()
+
+    def mark_dead(self, folder: str) -> None:
+        """A watched folder was deleted: its watch is re-made if the folder comes back."""
+        self._dead.add(folder)
+
+    def _alive(self, key: WatchKey, watch: ObservedWatch) -> bool:
+        if key[0] in self._dead or not os.path.isdir(key[0]):
+            return False
+        # watchdog stops the emitter of a deleted folder but keeps the watch, so a
+        # re-created folder would stay unwatched; its registry is private (getattr).
+        emitters: Any = getattr(self._observer, "_emitter_for_watch", None)
+        if not isinstance(emitters, dict):
+            return True
+        emitter = emitters.get(watch)
+        return emitter is not None and bool(emitter.is_alive())
+
+    def sync(self, wanted: set[WatchKey]) -> set[str]:
+        """Drop unwanted or dead watches, add missing ones; returns folders newly watched."""
+        for key, watch in list(self._watches.items()):
+            if key not in wanted or not self._alive(key, watch):
+                # KeyError & co: its emitter already died with its folder.
+                with contextlib.suppress(KeyError, OSError, RuntimeError):
+                    self._observer.unschedule(watch)
+                del self._watches[key]
+                self._dead.discard(key[0])
+        added: set[str] = set()
+        for key in sorted(wanted - set(self._watches)):
+            path, recursive = key
+            if not os.path.isdir(path):
+                continue  # a parent watch or the next rescan picks it up when it appears
+            try:
+                self._watches[key] = self._observer.schedule(
+                    self._handler, path, recursive=recursive, event_filter=EVENTS
+                )
+                added.add(path)
+            except OSError as exc:  # vanished meanwhile, or the inotify watch limit
+                log.warning("cannot watch %s: %s", path, exc.strerror or exc)
+        return added
