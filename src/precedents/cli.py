@@ -221,6 +221,46 @@ def query(
         )
 
 
+service_app = typer.Typer(
+    help="Run the watcher and the query daemon at login (systemd user units, LaunchAgents).",
+    no_args_is_help=True,
+)
+app.add_typer(service_app, name="service")
+NoLoadOpt = Annotated[
+    bool, typer.Option("--no-load", help="Only write/remove the files; do not call systemctl.")
+]
+
+
+def _print_service(result: Any, as_json: bool) -> None:
+    if as_json:
+        print_json(result.to_json())
+        return
+    for line in [*result.files, *(f"ran: {c}" for c in result.commands), *result.notes]:
+        typer.echo(line)
+
+
+@service_app.command("install")
+@errors
+def service_install(
+    daemon: Annotated[bool, typer.Option(help="Also run the query daemon at login.")] = True,
+    no_load: NoLoadOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write the unit files with this interpreter and state folder, and start them."""
+    from precedents.service import install_service
+
+    _print_service(install_service(settings(), daemon=daemon, load=not no_load), as_json)
+
+
+@service_app.command("uninstall")
+@errors
+def service_uninstall(no_load: NoLoadOpt = False, as_json: JsonOpt = False) -> None:
+    """Stop and remove exactly the units `service install` wrote."""
+    from precedents.service import uninstall_service
+
+    _print_service(uninstall_service(load=not no_load), as_json)
+
+
 @app.command("eval")
 @errors
 def eval_(
