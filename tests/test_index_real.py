@@ -206,6 +206,7 @@ def test_cli_reindex_status_query_and_state_modes(home: Path, tmp_path: Path) ->
     assert info["kinds"]["note"]["documents"] == 20  # the empty file has no document
     assert info["indexed_model"] == "sentence-transformers/all-MiniLM-L6-v2"
     assert info["device"] == "cpu" and info["last_indexed"]
+    assert info["model_load_seconds"] > 0 and info["dimension"] == 384
 
 
 def test_cli_user_mistakes_exit_2_with_one_line(home: Path, tmp_path: Path) -> None:
@@ -263,3 +264,15 @@ def test_claude_code_folders_are_discovered(home: Path, tmp_path: Path, embedder
 def test_make_run_demo_corpus_paths_exist() -> None:
     for sub in ("notes", "rules", "adr"):
         assert any((REPO / "examples" / sub).glob("*.md")), sub
+
+
+def test_setup_says_clearly_when_it_cannot_download(home: Path) -> None:
+    # A closed local port stands in for the missing network: fails fast, same path.
+    env = {"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_ETAG_TIMEOUT": "2"}
+    out = run_cli("setup", "--model", "BAAI/bge-m3", env=env)
+    assert out.returncode == 1
+    assert "could not download 'BAAI/bge-m3'" in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+    out = run_cli("setup", "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["dimension"] == 384

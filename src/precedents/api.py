@@ -48,6 +48,11 @@ class LazyStore:
         self.settings = settings
         self._embedder: Embedder | None = None
 
+    @property
+    def loaded(self) -> Embedder | None:
+        """The model if it was needed (and so loaded), else None."""
+        return self._embedder
+
     def embedder(self) -> Embedder:
         """The model, loaded once."""
         if self._embedder is None:
@@ -88,7 +93,10 @@ def reindex(
     lazy = LazyStore(settings)
     store = lazy.open(rebuild=full)
     indexer = Indexer(settings, store, lazy.embedder)
-    return indexer.sync(walk(sources), progress)
+    report = indexer.sync(walk(sources), progress)
+    if lazy.loaded is not None:  # recorded with the store, shown by `status`
+        store.stamp(model_load_seconds=f"{lazy.loaded.load_seconds:.2f}", device=lazy.loaded.device)
+    return report
 
 
 @dataclass(frozen=True)
@@ -172,7 +180,11 @@ def status(settings: Settings) -> dict[str, Any]:
         info["documents"] += c["documents"]
         info["chunks"] += c["chunks"]
     info["store_bytes"] = store.size_bytes()
-    last = store.meta().get("last_indexed")
+    meta = store.meta()
+    info["model_load_seconds"] = (
+        float(meta["model_load_seconds"]) if "model_load_seconds" in meta else None
+    )
+    last = meta.get("last_indexed")
     info["last_indexed"] = (
         time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(float(last))) if last else None
     )

@@ -6,22 +6,20 @@ mistakes exit 2 with one line on stderr, failures exit 1; never a traceback.
 
 from __future__ import annotations
 
-import functools
-import json
 import logging
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
 
 from precedents import api
 from precedents.cli_adr import adr_app
+from precedents.cli_common import errors, fail, print_json
 from precedents.cli_daemon import register as register_daemon
 from precedents.cli_watch import register as register_watch
 from precedents.config import Settings, load_settings, private_umask
-from precedents.errors import PrecedentsError, UsageError
+from precedents.errors import UsageError
 
 app = typer.Typer(
     help="Local memory recall for AI coding agents: notes, rules, ADRs and conversations.",
@@ -33,8 +31,6 @@ app.add_typer(adr_app, name="adr")
 register_watch(app)
 register_daemon(app)
 
-F = TypeVar("F", bound=Callable[..., Any])
-
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print data as JSON.")]
 ProjectOpt = Annotated[
     str | None,
@@ -42,37 +38,9 @@ ProjectOpt = Annotated[
 ]
 
 
-def fail(message: str, code: int) -> None:
-    """Print a one-line error and exit."""
-    typer.echo(f"precedents: {message}", err=True)
-    raise typer.Exit(code)
-
-
-def errors(fn: F) -> F:
-    """Turn library errors into one-line messages: exit 2 for misuse, 1 for failures."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except UsageError as exc:
-            fail(str(exc), 2)
-        except PrecedentsError as exc:
-            fail(str(exc), 1)
-        except KeyboardInterrupt:
-            fail("interrupted", 130)
-
-    return wrapper  # type: ignore[return-value]
-
-
 def settings(**overrides: Any) -> Settings:
     """Resolved settings for a command (argument -> env -> config file -> default)."""
     return load_settings(**overrides)
-
-
-def print_json(data: Any) -> None:
-    """Data as indented JSON, non-ASCII kept readable."""
-    typer.echo(json.dumps(data, ensure_ascii=False, indent=2))
 
 
 @app.callback()
@@ -179,6 +147,8 @@ def status(as_json: JsonOpt = False) -> None:
         typer.echo(f"  {kind:<13} {c['documents']:>6} docs {c['chunks']:>7} chunks")
     for proj, c in info["projects"].items():
         typer.echo(f"  {proj:<40} {c['documents']:>6} docs")
+    if info.get("model_load_seconds") is not None:
+        typer.echo(f"model load: {info['model_load_seconds']:.1f}s (last time it was needed)")
     typer.echo(f"sources: {len(info['sources'])} folders")
     for s in info["sources"]:
         typer.echo(f"  {s['kind']:<13} {s['root']}")

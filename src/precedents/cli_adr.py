@@ -8,15 +8,15 @@ exits 1; `check` exits 1 when it finds an error, so it can run in CI.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, TypeVar
 
 import typer
 
 from precedents.adr_graph import AdrGraph, AdrRecord, build_graph, default_adr_dir
+from precedents.cli_common import print_json
 from precedents.errors import PrecedentsError, UsageError
 
 adr_app = typer.Typer(
@@ -77,10 +77,6 @@ def _graph(folder: Path | None) -> AdrGraph:
     return _guard(build)
 
 
-def _dump(data: Any) -> None:
-    typer.echo(json.dumps(data, ensure_ascii=False, indent=2))
-
-
 def _line(rec: AdrRecord) -> str:
     mark = f"  [{rec.mark}]" if rec.mark else ""
     return f"{rec.label:<12} {rec.status:<21} {rec.title}{mark}  ({rec.path})"
@@ -91,7 +87,7 @@ def list_cmd(dir: DirOption = None, json_out: JsonOption = False) -> None:
     """Every ADR with its effective status, successors and mark; other files apart."""
     graph = _graph(dir)
     if json_out:
-        _dump(graph.as_dict())
+        print_json(graph.as_dict())
         return
     for rec in graph:
         typer.echo(_line(rec))
@@ -112,7 +108,7 @@ def find_cmd(
     """ADRs whose title or text contains every word, with status and date."""
     hits = _graph(dir).find(words)
     if json_out:
-        _dump(
+        print_json(
             [
                 {k: r.as_dict()[k] for k in ("path", "id", "title", "status", "mark", "date")}
                 for r in hits
@@ -135,7 +131,7 @@ def show_cmd(
     graph = _graph(dir)
     rec = _guard(lambda: graph.get(adr_id))
     if json_out:
-        _dump(rec.as_dict(with_text=True))
+        print_json(rec.as_dict(with_text=True))
         return
     externals = [s["target"] for s in rec.successor_refs if s["kind"] == "external"]
     mark = rec.mark or "live"
@@ -166,7 +162,7 @@ def chain_cmd(
     graph = _graph(dir)
     packet = _guard(lambda: graph.chain(adr_id))
     if json_out:
-        _dump(packet)
+        print_json(packet)
         return
     current = packet["current"] if isinstance(packet["current"], list) else [packet["current"]]
     sources = packet["sources"]
@@ -196,7 +192,7 @@ def check_cmd(dir: DirOption = None, json_out: JsonOption = False) -> None:
     findings = graph.check()
     errors = sum(f.severity == "error" for f in findings)
     if json_out:
-        _dump(
+        print_json(
             {
                 "folder": str(graph.folder),
                 "records": len(graph),

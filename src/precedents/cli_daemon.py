@@ -7,35 +7,15 @@ stderr, exit 2 for user mistakes, 1 for failures, never a traceback.
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated
 
 import typer
 
+from precedents.cli_common import errors
 from precedents.config import load_settings
-from precedents.errors import PrecedentsError, UsageError
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def _errors(fn: F) -> F:
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except UsageError as exc:
-            typer.echo(f"precedents: {exc}", err=True)
-            raise typer.Exit(2) from None
-        except PrecedentsError as exc:
-            typer.echo(f"precedents: {exc}", err=True)
-            raise typer.Exit(1) from None
-        except KeyboardInterrupt:
-            raise typer.Exit(130) from None
-
-    return wrapper  # type: ignore[return-value]
+from precedents.errors import UsageError
 
 
 def serve(
@@ -122,5 +102,5 @@ def install_hook(
 
 def register(app: typer.Typer) -> None:
     """Add `serve` and `install-hook` to the main command line."""
-    app.command("serve")(_errors(serve))
-    app.command("install-hook")(_errors(install_hook))
+    app.command("serve")(errors(serve))
+    app.command("install-hook")(errors(install_hook))

@@ -18,8 +18,9 @@ from typing import Annotated, Any
 
 import typer
 
+from precedents.cli_common import errors
 from precedents.config import load_settings, private_umask
-from precedents.errors import PrecedentsError, UsageError
+from precedents.errors import UsageError
 
 log = logging.getLogger("precedents.watcher")
 
@@ -89,25 +90,6 @@ def watch(
             signal.signal(sig, handler)
 
 
-def _errors(fn: Any) -> Any:
-    import functools
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except UsageError as exc:
-            typer.echo(f"precedents: {exc}", err=True)
-            raise typer.Exit(2) from None
-        except PrecedentsError as exc:
-            typer.echo(f"precedents: {exc}", err=True)
-            raise typer.Exit(1) from None
-        except KeyboardInterrupt:
-            raise typer.Exit(130) from None
-
-    return wrapper
-
-
 def register(app: typer.Typer) -> None:
     """Add `watch` to the main command line."""
-    app.command("watch")(_errors(watch))
+    app.command("watch")(errors(watch))

