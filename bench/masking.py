@@ -1,6 +1,6 @@
 """Measure secret masking: first-call cost, per-call latency on a 2 KB note, MB/s.
 
-Run: .venv/bin/python bench/secrets.py
+Run: .venv/bin/python bench/masking.py  (not secrets.py: that name would shadow the stdlib module)
 """
 
 from __future__ import annotations
