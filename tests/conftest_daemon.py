@@ -156,6 +156,7 @@ def run_hook(
     cwd: Path | None = None,
     budget_ms: float | None = 10_000,
     timeout: float = 30,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     """Run the hook the way Claude Code does (``python -I -S launch.py``).
 
@@ -163,6 +164,7 @@ def run_hook(
     raised unless a test is about the budget itself.
     """
     extra = {"PRECEDENTS_HOOK_BUDGET_MS": str(budget_ms)} if budget_ms else {}
+    extra.update(env or {})
     return subprocess.run(
         [sys.executable, "-I", "-S", str(LAUNCHER), *args],
         input=stdin,

@@ -221,6 +221,31 @@ def test_daemon_down_starts_it(tmp_path: Path) -> None:
         time.sleep(0.05)
 
 
+def test_a_daemon_that_cannot_start_is_not_restarted_on_every_message(tmp_path: Path) -> None:
+    home = tmp_path / "state"
+    env = {"PRECEDENTS_MODEL": "no-such-org/no-such-model"}  # the daemon will exit at once
+    first = run_hook(home, prompt_json(RELATED, tmp_path), budget_ms=None, env=env)
+    assert_silent(first)
+    assert hook_log(home)[-1]["started_daemon"] is True
+    for _ in range(3):
+        again = run_hook(home, prompt_json(RELATED, tmp_path), budget_ms=None, env=env)
+        assert_silent(again)
+        # "starting" while the doomed daemon loads, "down" once it is gone: never a new one.
+        assert hook_log(home)[-1].get("started_daemon") in (False, None)
+    daemon_log = home / "logs" / "daemon.log"
+    deadline = time.monotonic() + 60
+    while not daemon_log.exists() or " exited " not in daemon_log.read_text():
+        assert time.monotonic() < deadline, "the daemon with a missing model did not exit"
+        time.sleep(0.1)
+    again = run_hook(home, prompt_json(RELATED, tmp_path), budget_ms=None, env=env)
+    assert hook_log(home)[-1] == {**hook_log(home)[-1], "outcome": "down", "started_daemon": False}
+    stamp = home / "run" / "daemon.spawned"
+    os.utime(stamp, (time.time() - 120, time.time() - 120))  # a minute later: one more try
+    later = run_hook(home, prompt_json(RELATED, tmp_path), budget_ms=None, env=env)
+    assert_silent(later)
+    assert hook_log(home)[-1]["started_daemon"] is True
+
+
 def test_hook_main_always_exits_zero(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from precedents import hook
 

@@ -41,6 +41,8 @@ PROMPT_BUDGET_MS = 300.0
 # SessionStart happens once per session and nobody is waiting on a keystroke.
 SESSION_BUDGET_MS = 1000.0
 LOG_MAX_BYTES = 1_000_000
+SPAWN_STAMP = "daemon.spawned"
+RESPAWN_S = 60.0
 
 _STARTED = time.perf_counter()
 
@@ -80,13 +82,35 @@ def _daemon_alive(run: str) -> bool:
         return False
 
 
+def _may_spawn(run: str) -> bool:
+    """At most one daemon start per :data:`RESPAWN_S`: no crash loop.
+
+    A daemon that cannot start (a model that is not installed, a broken
+    config) exits; without this stamp every message would start another one
+    and burn seconds of CPU loading torch each time.
+    """
+    stamp = os.path.join(run, SPAWN_STAMP)
+    try:
+        if time.time() - os.stat(stamp).st_mtime < RESPAWN_S:
+            return False
+    except OSError:
+        pass
+    try:
+        os.makedirs(run, mode=0o700, exist_ok=True)
+        os.close(os.open(stamp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+        os.utime(stamp)
+    except OSError:
+        return False  # a run folder we cannot write: no daemon could live there either
+    return True
+
+
 def start_daemon(home: str) -> bool:
     """Start the daemon detached in the background; False when one is already starting.
 
     A second daemon started by a racing hook exits at once (the daemon's lock).
     """
     run = os.path.join(home, "run")
-    if _daemon_alive(run):
+    if _daemon_alive(run) or not _may_spawn(run):
         return False
     import subprocess
 
