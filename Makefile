@@ -26,7 +26,8 @@ run: install
 	@if ls $(CLAUDE)/projects/*/memory/*.md >/dev/null 2>&1; then \
 	  echo "== indexing your Claude Code notes, rules and conversations"; \
 	  $(BIN)/precedents reindex && $(BIN)/precedents status && \
-	  $(BIN)/precedents query "$(Q)"; \
+	  echo "== precedents query --all \"$(Q)\"" && \
+	  $(BIN)/precedents query --all "$(Q)"; \
 	else \
 	  echo "== no Claude Code notes under $(CLAUDE): indexing the demo corpus in examples/"; \
 	  export PRECEDENTS_HOME=$(DEMO_HOME); \

@@ -276,3 +276,18 @@ def test_setup_says_clearly_when_it_cannot_download(home: Path) -> None:
     out = run_cli("setup", "--json")
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["dimension"] == 384
+
+
+def test_query_all_projects_and_the_shared_rules_hint(home: Path, tmp_path: Path) -> None:
+    notes = dev_notes(tmp_path, count=10)
+    out = run_cli("reindex", "--notes", str(notes), "--project", str(tmp_path / "repo"))
+    assert out.returncode == 0, out.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = run_cli("query", "git stash", "--json", cwd=elsewhere)
+    assert json.loads(out.stdout)["results"] == []
+    out = run_cli("query", "git stash", "--all", "--json", "-k", "2", cwd=elsewhere)
+    results = json.loads(out.stdout)["results"]
+    assert len(results) == 2 and results[0]["project"] == str(tmp_path / "repo")
+    out = run_cli("query", "git stash", "--all", "--project", str(elsewhere))
+    assert out.returncode == 2 and "--all" in out.stderr

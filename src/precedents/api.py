@@ -127,15 +127,16 @@ def query(
     k: int = 5,
     kinds: Sequence[str] | None = None,
     embedder: Embedder | None = None,
+    all_projects: bool = False,
 ) -> QueryResult:
-    """Documents of a project (and shared rules) ranked by similarity to ``text``."""
+    """Documents of a project (and shared rules), or of every project, ranked for ``text``."""
     started = time.perf_counter()
-    root = project_root(project or Path.cwd())
+    root = "*all*" if all_projects else project_root(project or Path.cwd())
     lazy = LazyStore(settings)
     model = embedder or lazy.embedder()
     store = Store(settings.index_dir, model.model_id, model.dimension, create=False)
     vector = model.encode_queries([text])[0]
-    hits = store.search(vector, project_keys(root), k=k, kinds=kinds)
+    hits = store.search(vector, None if all_projects else project_keys(root), k=k, kinds=kinds)
     adr_marks = AdrMarks(settings.cache_dir / "adr")
     marks = {h.record.path: adr_marks.mark_for(h.record) for h in hits if h.record.kind == "adr"}
     return QueryResult(root, hits, time.perf_counter() - started, marks)

@@ -163,11 +163,16 @@ def query(
     auto: Annotated[
         bool, typer.Option("--auto", help="Print exactly what the hook would inject.")
     ] = False,
+    all_projects: Annotated[
+        bool, typer.Option("--all", help="Search every indexed project, not just one.")
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Documents of this project (and shared rules) ranked by similarity."""
     if k < 1:
         raise UsageError("-k must be at least 1")
+    if all_projects and (project or auto):
+        raise UsageError("--all searches every project: drop --project/--auto")
     if auto:
         context = api.auto_context(settings(), text, project=project)
         if as_json:
@@ -175,12 +180,18 @@ def query(
         elif context:
             typer.echo(context)
         return
-    result = api.query(settings(), text, project=project, k=k)
+    result = api.query(settings(), text, project=project, k=k, all_projects=all_projects)
     if as_json:
         print_json(result.to_json())
         return
     if not result.results:
         typer.echo("no records found for this project (run `precedents reindex`?)")
+    elif not all_projects and all(h.record.project == "*" for h in result.results):
+        typer.echo(
+            f"(only shared rules: nothing indexed for {result.project}; "
+            "try --project PATH or --all)",
+            err=True,
+        )
     for hit in result.results:
         r = hit.record
         label = f"{r.adr_id} {r.name}" if r.adr_id else r.name

@@ -345,7 +345,7 @@ class Store:
     def search(
         self,
         vector: NDArray[np.float32],
-        projects: Sequence[str],
+        projects: Sequence[str] | None,
         k: int = 10,
         kinds: Sequence[str] | None = None,
     ) -> list[DocumentHit]:
@@ -367,9 +367,15 @@ class Store:
         return hits if k <= 0 else hits[: max(k, 0)]
 
     def _search(
-        self, vector: NDArray[np.float32], projects: Sequence[str], kinds: Sequence[str], limit: int
+        self,
+        vector: NDArray[np.float32],
+        projects: Sequence[str] | None,
+        kinds: Sequence[str],
+        limit: int,
     ) -> list[DocumentHit]:
-        where = f"{_in_list('project', projects)} AND {_in_list('kind', kinds)}"
+        where = _in_list("kind", kinds)
+        if projects is not None:  # None: every project (`precedents query --all`)
+            where = f"{_in_list('project', projects)} AND {where}"
         query = (
             self._chunks.search(
                 np.asarray(vector, dtype=np.float32).reshape(-1), vector_column_name="vector"
