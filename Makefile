@@ -25,6 +25,7 @@ install: $(VENV)/.installed
 run: install
 	@if ls $(CLAUDE)/projects/*/memory/*.md >/dev/null 2>&1; then \
 	  echo "== indexing your Claude Code notes, rules and conversations"; \
+	  export PRECEDENTS_CLAUDE_DIR=$(CLAUDE); \
 	  $(BIN)/precedents reindex && $(BIN)/precedents status && \
 	  echo "== precedents query --all \"$(Q)\"" && \
 	  $(BIN)/precedents query --all "$(Q)"; \
