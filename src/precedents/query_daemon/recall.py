@@ -309,7 +309,7 @@ class Recall:
                 seen.setdefault(m["path"], m)
         live = []
         for _path, m in sorted(seen.items(), key=lambda kv: (kv[1]["adr_id"] or "", kv[0])):
-            record = _record(m)
+            record = DocumentRecord.from_row(m)
             if self.marks.mark_for(record) == "":
                 live.append(record)
         if not live:
@@ -323,18 +323,6 @@ class Recall:
         """Stop the embedding worker."""
         if self._batcher is not None:
             self._batcher.close()
-
-
-def _record(m: dict[str, Any]) -> DocumentRecord:
-    return DocumentRecord(
-        kind=m["kind"],
-        project=m["project"],
-        path=m["path"],
-        name=m["name"] or "",
-        description=m["description"] or "",
-        date=m["date"] or "",
-        adr_id=m["adr_id"] or "",
-    )
 
 
 def auto_context(

@@ -34,9 +34,9 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from precedents import __version__
+from precedents import __version__, runlock
 from precedents.config import Settings, ensure_private_dir, private_umask
 from precedents.errors import PrecedentsError, UsageError
 from precedents.query_daemon import protocol
@@ -61,51 +61,9 @@ class DaemonRunning(UsageError):
     """Another daemon already serves this state directory."""
 
 
-class _Lock:
-    """An exclusive, non-blocking lock on a file, released by the OS when we die."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fh: IO[str] | None = None
-
-    def acquire(self) -> bool:
-        fh = self.path.open("a+")
-        try:
-            if os.name == "nt":
-                import msvcrt
-
-                fh.seek(0)
-                msvcrt.locking(fh.fileno(), msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined,unused-ignore]
-            else:
-                import fcntl
-
-                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            fh.close()
-            return False
-        self._fh = fh
-        return True
-
-    def release(self) -> None:
-        if self._fh is not None:
-            self._fh.close()  # closing drops the lock on every platform
-            self._fh = None
-
-
 def read_pid(run: Path) -> int | None:
     """The pid recorded by a daemon in ``run``, if any."""
-    try:
-        return int((run / PID_NAME).read_text().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def _write_private(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+    return runlock.read_pid(run / PID_NAME)
 
 
 class Daemon:
@@ -127,7 +85,7 @@ class Daemon:
         self.recall: Any = None
         self._stop = threading.Event()
         self._last_question = time.monotonic()
-        self._lock = _Lock(self.run / LOCK_NAME)
+        self._lock = runlock.FileLock(self.run / LOCK_NAME)
         self._sock: socket.socket | None = None
         self._secret: bytes | None = None
         self._owned: list[Path] = []
@@ -149,17 +107,17 @@ class Daemon:
             if stale.exists() or stale.is_symlink():
                 log.info("removing stale %s left by a daemon that died", name)
                 stale.unlink(missing_ok=True)
-        _write_private(self.run / PID_NAME, f"{os.getpid()}\n")
+        runlock.write_private(self.run / PID_NAME, f"{os.getpid()}\n")
         self._owned.append(self.run / PID_NAME)
 
     def _bind(self) -> None:
         if self.transport == "tcp":
             self._secret = secrets.token_hex(32).encode("ascii")
-            _write_private(self.run / SECRET_NAME, self._secret.decode("ascii"))
+            runlock.write_private(self.run / SECRET_NAME, self._secret.decode("ascii"))
             self._owned.append(self.run / SECRET_NAME)
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             sock.bind(("127.0.0.1", 0))
-            _write_private(self.run / PORT_NAME, f"{sock.getsockname()[1]}\n")
+            runlock.write_private(self.run / PORT_NAME, f"{sock.getsockname()[1]}\n")
             self._owned.append(self.run / PORT_NAME)
         else:
             path = self.run / SOCKET_NAME

@@ -165,15 +165,7 @@ class VectorSnapshot:
         end = int(sub.starts[doc + 1]) if doc + 1 < len(sub.starts) else len(sub.rows)
         local = start + int(np.argmax(scores[start:end]))
         m = self.meta[int(sub.rows[local])]
-        record = DocumentRecord(
-            kind=m["kind"],
-            project=m["project"],
-            path=m["path"],
-            name=m["name"] or "",
-            description=m["description"] or "",
-            date=m["date"] or "",
-            adr_id=m["adr_id"] or "",
-        )
+        record = DocumentRecord.from_row(m)
         return DocumentHit(record, float(scores[local]), int(m["chunk_index"]))
 
 

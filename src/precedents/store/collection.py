@@ -412,15 +412,7 @@ class Store:
             doc_id = row["doc_id"]
             if doc_id in best and best[doc_id].score >= score:
                 continue
-            record = DocumentRecord(
-                kind=row["kind"],
-                project=row["project"],
-                path=row["path"],
-                name=row["name"] or "",
-                description=row["description"] or "",
-                date=row["date"] or "",
-                adr_id=row["adr_id"] or "",
-            )
+            record = DocumentRecord.from_row(row)
             best[doc_id] = DocumentHit(record, score, int(row["chunk_index"]))
         return list(best.values())
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 
@@ -70,6 +72,19 @@ class DocumentRecord:
     def doc_id(self) -> str:
         """A document is its source file."""
         return self.path
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> DocumentRecord:
+        """The document a chunk row (from LanceDB or the daemon's copy) belongs to."""
+        return cls(
+            kind=row["kind"],
+            project=row["project"],
+            path=row["path"],
+            name=row["name"] or "",
+            description=row["description"] or "",
+            date=row["date"] or "",
+            adr_id=row["adr_id"] or "",
+        )
 
 
 @dataclass(frozen=True)
