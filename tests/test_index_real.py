@@ -291,3 +291,23 @@ def test_query_all_projects_and_the_shared_rules_hint(home: Path, tmp_path: Path
     assert len(results) == 2 and results[0]["project"] == str(tmp_path / "repo")
     out = run_cli("query", "git stash", "--all", "--project", str(elsewhere))
     assert out.returncode == 2 and "--all" in out.stderr
+
+
+def test_a_damaged_store_is_reported_then_rebuilt(home: Path, tmp_path: Path) -> None:
+    notes = dev_notes(tmp_path, count=5)
+    args = ("reindex", "--notes", str(notes), "--project", str(tmp_path))
+    assert run_cli(*args).returncode == 0
+    index = home / "index"
+    for data in index.glob("*.lance/data/*.lance"):
+        data.write_bytes(b"not a lance file")  # a disk error or a crash mid-write
+    for cmd in (("status",), ("query", "git stash", "--project", str(tmp_path))):
+        out = run_cli(*cmd)
+        assert out.returncode == 1 and "damaged" in out.stderr, out.stderr
+        assert len(out.stderr.strip().splitlines()) == 1
+    out = run_cli(*args, "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["files_indexed"] == 5
+    assert any("rebuilt" in p["reason"] for p in report["problems"])
+    out = run_cli("query", "git stash", "--project", str(tmp_path), "--json")
+    assert out.returncode == 0 and json.loads(out.stdout)["results"]

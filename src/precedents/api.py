@@ -18,7 +18,7 @@ from precedents.embedding import Embedder, load_embedder, pick_device, setup_mod
 from precedents.errors import ModelMismatch, StoreError
 from precedents.indexer import Indexer, IndexReport, Progress
 from precedents.query_daemon.marks import AdrMarks
-from precedents.sources import configured_sources, project_keys, project_root, walk
+from precedents.sources import Problem, configured_sources, project_keys, project_root, walk
 from precedents.store import DocumentHit, Store
 
 log = logging.getLogger("precedents.api")
@@ -47,6 +47,7 @@ class LazyStore:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._embedder: Embedder | None = None
+        self.rebuilt = ""
 
     @property
     def loaded(self) -> Embedder | None:
@@ -60,14 +61,31 @@ class LazyStore:
         return self._embedder
 
     def open(self, rebuild: bool = False) -> Store:
-        """The store, opened with the recorded dimension when the model matches."""
-        stored = None if rebuild else Store.stored_model(self.settings.index_dir)
+        """The store, opened with the recorded dimension when the model matches.
+
+        A damaged store is dropped and rebuilt (it is derived data); ``rebuilt``
+        then says why.
+        """
+        self.rebuilt = ""
+        try:
+            stored = None if rebuild else Store.stored_model(self.settings.index_dir)
+        except StoreError as exc:
+            self.rebuilt, stored, rebuild = str(exc), None, True
         if stored and stored[0] == self.settings.model and stored[1] > 0:
             try:
-                return Store(self.settings.index_dir, stored[0], stored[1])
-            except StoreError:
-                pass
-        return open_store(self.settings, self.embedder(), rebuild=rebuild)
+                store = Store(self.settings.index_dir, stored[0], stored[1])
+                store.check()
+                return store
+            except StoreError as exc:
+                self.rebuilt = str(exc)
+                rebuild = True
+        try:
+            store = open_store(self.settings, self.embedder(), rebuild=rebuild)
+            store.check()
+            return store
+        except StoreError as exc:
+            self.rebuilt = str(exc)
+            return open_store(self.settings, self.embedder(), rebuild=True)
 
 
 def reindex(
@@ -94,6 +112,9 @@ def reindex(
     store = lazy.open(rebuild=full)
     indexer = Indexer(settings, store, lazy.embedder)
     report = indexer.sync(walk(sources), progress)
+    if lazy.rebuilt:
+        log.warning("%s: rebuilt", lazy.rebuilt)
+        report.problems.insert(0, Problem(str(settings.index_dir), "index was damaged: rebuilt"))
     if lazy.loaded is not None:  # recorded with the store, shown by `status`
         store.stamp(model_load_seconds=f"{lazy.loaded.load_seconds:.2f}", device=lazy.loaded.device)
     return report

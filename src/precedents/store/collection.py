@@ -15,12 +15,13 @@ Design notes (measured facts in SPEC §3):
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -46,6 +47,39 @@ WRITE_BATCH_ROWS = 1024
 COMPACT_EVERY_COMMITS = 50
 CLEANUP_MARGIN = timedelta(minutes=10)
 _DOC_KINDS = ("note", "rule", "adr")
+
+
+_LANCE_ERRORS = (OSError, ValueError, RuntimeError)
+T = TypeVar("T")
+
+
+def damaged(path: Path, exc: BaseException) -> StoreError:
+    """The one-line error for an index LanceDB cannot read."""
+    reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+    return StoreError(
+        f"the index at {path} is damaged or unreadable ({reason}); "
+        "`precedents reindex` rebuilds it from the sources"
+    )
+
+
+def _translated(fn: Callable[..., T]) -> Callable[..., T]:
+    """LanceDB/Arrow failures of a store method become one :class:`StoreError`.
+
+    A damaged folder (a truncated or overwritten data file) surfaces as
+    RuntimeError/OSError deep in lance; callers only need to know the index is
+    unusable and can be rebuilt from the sources.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(self: Store, *args: Any, **kwargs: Any) -> T:
+        try:
+            return fn(self, *args, **kwargs)
+        except StoreError:
+            raise
+        except _LANCE_ERRORS as exc:
+            raise damaged(self.path, exc) from exc
+
+    return wrapper
 
 
 def _sql_str(value: str) -> str:
@@ -123,14 +157,14 @@ class Store:
         """The (model id, dimension) an existing store was built with, or None."""
         import lancedb
 
-        if not path.exists():
+        if not (path / f"{META}.lance").exists():
             return None
         try:
             db = lancedb.connect(path)
             tbl = db.open_table(META)
             rows = {r["key"]: r["value"] for r in tbl.to_arrow().to_pylist()}
-        except (OSError, ValueError, RuntimeError):
-            return None
+        except _LANCE_ERRORS as exc:
+            raise damaged(path, exc) from exc
         if "model" not in rows:
             return None
         return rows["model"], int(rows.get("dimension") or 0)
@@ -145,11 +179,13 @@ class Store:
 
     # -- meta ------------------------------------------------------------------
 
+    @_translated
     def meta(self) -> dict[str, str]:
         """Key/value facts recorded with the store (model, dimension, last index time...)."""
         rows = self._meta.to_arrow().to_pylist()
         return {str(r["key"]): str(r["value"]) for r in rows}
 
+    @_translated
     def set_meta(self, values: dict[str, str]) -> None:
         """Record ``values`` in the meta table (one commit)."""
         data = pa.table(
@@ -164,11 +200,13 @@ class Store:
 
     # -- files -----------------------------------------------------------------
 
+    @_translated
     def files(self) -> dict[str, FileRecord]:
         """Every indexed file by path."""
         rows = self._files.to_arrow().to_pylist()
         return {r["path"]: FileRecord(**r) for r in rows}
 
+    @_translated
     def file_hash(self, path: str) -> str | None:
         """The sha256 a file had when it was last indexed, or None."""
         rows = self._files.search().where(f"path = {_sql_str(path)}").limit(1).to_list()
@@ -176,6 +214,7 @@ class Store:
 
     # -- writing ---------------------------------------------------------------
 
+    @_translated
     def replace_documents(
         self,
         items: Sequence[
@@ -259,6 +298,7 @@ class Store:
             .execute(data)
         )
 
+    @_translated
     def delete_files(self, paths: Iterable[str]) -> int:
         """Remove every row of the given source files; returns how many files were known."""
         paths = sorted(set(paths))
@@ -276,6 +316,16 @@ class Store:
 
     # -- maintenance -----------------------------------------------------------
 
+    @_translated
+    def check(self) -> int:
+        """Read every file row and every chunk id: raises :class:`StoreError` if damaged.
+
+        Cheap (one narrow column) next to an embedding pass, and it catches the
+        data files a crash or a disk error left unreadable.
+        """
+        self._files.to_arrow()
+        return int(self._chunks.search().select(["chunk_id"]).limit(None).to_arrow().num_rows)
+
     def maybe_compact(self, force: bool = False) -> bool:
         """Compact and clean old versions after many commits (or when forced)."""
         if not force and self._commits < COMPACT_EVERY_COMMITS:
@@ -288,6 +338,7 @@ class Store:
         self._commits = 0
         return True
 
+    @_translated
     def version(self) -> int:
         """The chunk table's version: it changes with every commit (readers reload on change)."""
         return int(self._chunks.version)
@@ -299,10 +350,12 @@ class Store:
 
     # -- reading ---------------------------------------------------------------
 
+    @_translated
     def count(self, kind: str | None = None) -> int:
         """Chunk rows, of one kind or all."""
         return int(self._chunks.count_rows(f"kind = {_sql_str(kind)}" if kind else None))
 
+    @_translated
     def counts(self) -> dict[tuple[str, str], dict[str, int]]:
         """Documents and chunks per (kind, project)."""
         tbl = self._files.to_arrow()
@@ -319,6 +372,7 @@ class Store:
         """Bytes on disk, every version included."""
         return sum(p.stat().st_size for p in self.path.rglob("*") if p.is_file())
 
+    @_translated
     def all_vectors(
         self, projects: Sequence[str]
     ) -> tuple[list[dict[str, Any]], NDArray[np.float32]]:
@@ -342,6 +396,7 @@ class Store:
         meta = arrow.drop_columns(["vector"]).to_pylist()
         return meta, np.ascontiguousarray(matrix, dtype=np.float32)
 
+    @_translated
     def search(
         self,
         vector: NDArray[np.float32],
@@ -400,12 +455,12 @@ class Store:
         )
         try:
             rows = query.to_list()
-        except (OSError, ValueError, RuntimeError) as exc:
-            if "Not found" in str(exc):
-                self.refresh()
-                rows = query.to_list()
-            else:
-                raise StoreError(f"search failed: {exc}") from exc
+        except _LANCE_ERRORS as exc:
+            if "Not found" not in str(exc):
+                raise  # `search` turns it into a StoreError
+            # A compaction removed the version this reader held: look again.
+            self.refresh()
+            rows = query.to_list()
         best: dict[str, DocumentHit] = {}
         for row in rows:
             score = 1.0 - float(row["_distance"])
