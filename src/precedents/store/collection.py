@@ -323,8 +323,17 @@ class Store:
         Cheap (one narrow column) next to an embedding pass, and it catches the
         data files a crash or a disk error left unreadable.
         """
-        self._files.to_arrow()
-        return int(self._chunks.search().select(["chunk_id"]).limit(None).to_arrow().num_rows)
+        for attempt in range(2):
+            try:
+                self._files.to_arrow()
+                chunks = self._chunks.search().select(["chunk_id"]).limit(None).to_arrow()
+                return int(chunks.num_rows)
+            except _LANCE_ERRORS:
+                if attempt:
+                    raise
+                # Another process may have just compacted: a fresh view, then judge.
+                self.refresh()
+        return 0
 
     def maybe_compact(self, force: bool = False) -> bool:
         """Compact and clean old versions after many commits (or when forced)."""
