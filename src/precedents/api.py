@@ -14,7 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from precedents.config import Settings
-from precedents.embedding import Embedder, load_embedder, pick_device, setup_model
+from precedents.embedding import (
+    Embedder,
+    canonical_model_id,
+    load_embedder,
+    pick_device,
+    setup_model,
+)
 from precedents.errors import ModelMismatch, StoreError
 from precedents.indexer import Indexer, IndexReport, Progress
 from precedents.query_daemon.marks import AdrMarks
@@ -71,7 +77,7 @@ class LazyStore:
             stored = None if rebuild else Store.stored_model(self.settings.index_dir)
         except StoreError as exc:
             self.rebuilt, stored, rebuild = str(exc), None, True
-        if stored and stored[0] == self.settings.model and stored[1] > 0:
+        if stored and stored[0] == canonical_model_id(self.settings.model) and stored[1] > 0:
             try:
                 store = Store(self.settings.index_dir, stored[0], stored[1])
                 store.check()
@@ -241,7 +247,7 @@ def evaluate(
     from precedents import evaluation
 
     run = evaluation.prepare(settings, shared, progress)
-    current = settings.thresholds_for(settings.model)
+    current = settings.thresholds_for(canonical_model_id(settings.model))
     out: dict[str, Any] = {
         "model": settings.model,
         "thresholds": asdict(current),

