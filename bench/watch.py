@@ -24,10 +24,6 @@ import time
 import uuid
 from pathlib import Path
 
-# This folder's secrets.py would shadow the standard library's (huggingface_hub imports it).
-if sys.path and Path(sys.path[0]).resolve() == Path(__file__).resolve().parent:
-    sys.path.pop(0)
-
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 

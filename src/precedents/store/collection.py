@@ -47,6 +47,18 @@ WRITE_BATCH_ROWS = 1024
 COMPACT_EVERY_COMMITS = 50
 CLEANUP_MARGIN = timedelta(minutes=10)
 _DOC_KINDS = ("note", "rule", "adr")
+# What a search hands back of a chunk row (everything but its text and vector).
+_META_COLUMNS = (
+    "doc_id",
+    "kind",
+    "project",
+    "path",
+    "name",
+    "description",
+    "date",
+    "adr_id",
+    "chunk_index",
+)
 
 
 _LANCE_ERRORS = (OSError, ValueError, RuntimeError)
@@ -386,18 +398,7 @@ class Store:
         self, projects: Sequence[str]
     ) -> tuple[list[dict[str, Any]], NDArray[np.float32]]:
         """Metadata rows and the vector matrix of the given projects (for in-memory search)."""
-        cols = [
-            "doc_id",
-            "kind",
-            "project",
-            "path",
-            "name",
-            "description",
-            "date",
-            "adr_id",
-            "chunk_index",
-            "vector",
-        ]
+        cols = [*_META_COLUMNS, "vector"]
         tbl = self._chunks.search().where(_in_list("project", projects)).select(cols)
         arrow = tbl.limit(None).to_arrow()
         vec_col = arrow.column("vector").combine_chunks()
@@ -446,20 +447,7 @@ class Store:
             )
             .distance_type("cosine")
             .where(where, prefilter=True)
-            .select(
-                [
-                    "doc_id",
-                    "kind",
-                    "project",
-                    "path",
-                    "name",
-                    "description",
-                    "date",
-                    "adr_id",
-                    "chunk_index",
-                    "_distance",
-                ]
-            )
+            .select([*_META_COLUMNS, "_distance"])
             .limit(limit)
         )
         try:
