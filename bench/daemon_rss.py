@@ -13,8 +13,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -54,14 +52,7 @@ def main() -> int:
     if not (home / "index").exists():
         print(f"building a {args.chunks}-chunk index in {home} ...", flush=True)
         bench.build_index(home, args.chunks)  # type: ignore[attr-defined]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PRECEDENTS_")}
-    env.update(PRECEDENTS_HOME=str(home), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-    daemon = subprocess.Popen(
-        [sys.executable, "-m", "precedents.query_daemon"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    daemon = bench.start_daemon(home)  # type: ignore[attr-defined]
     try:
         from precedents.query_daemon import protocol
 

@@ -165,6 +165,18 @@ def search_comparison(home: Path) -> dict[str, Any]:
     return out
 
 
+def start_daemon(home: Path) -> subprocess.Popen[bytes]:
+    """The daemon as the hook starts it, on ``home``, with no other precedents settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PRECEDENTS_")}
+    env.update(PRECEDENTS_HOME=str(home), HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    return subprocess.Popen(
+        [sys.executable, "-m", "precedents.query_daemon"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--chunks", type=int, default=10_000)
@@ -182,13 +194,8 @@ def main() -> int:
     else:
         rows = -1
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRECEDENTS_")}
-    env["PRECEDENTS_HOME"] = str(home)
-    daemon = subprocess.Popen(
-        [sys.executable, "-m", "precedents.query_daemon"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    env["PRECEDENTS_HOME"] = str(home)  # the hooks' environment, as Claude Code gives it
+    daemon = start_daemon(home)
     try:
         from precedents.query_daemon import protocol
 
