@@ -8,7 +8,10 @@ DEMO_HOME := $(CURDIR)/.state/demo
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: install run test lint bench clean
+SHARED ?= $(CURDIR)/../shared
+SETS   := $(CURDIR)/.state/eval-sets
+
+.PHONY: install run test lint bench eval clean
 
 # torch is installed first and pinned: an unpinned torch pulls a multi-GB CUDA build.
 $(VENV)/.installed: pyproject.toml
@@ -42,9 +45,15 @@ test: install
 	$(PY) -m pytest -q -p no:cacheprovider
 
 lint: install
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/ruff format --check src tests bench scripts
 	$(BIN)/mypy
+
+# The repository's eval sets (../shared) laid out in the documented set format
+# (docs/eval.md), then scored; EVAL_ARGS="--tune" searches the threshold grid.
+eval: install
+	$(PY) scripts/shared_eval_sets.py $(SHARED) $(SETS)
+	$(BIN)/precedents eval --set $(SETS)/dev --set $(SETS)/crosslingual $(EVAL_ARGS)
 
 bench: install
 	$(PY) bench/index.py

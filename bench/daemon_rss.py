@@ -54,7 +54,7 @@ def main() -> int:
         bench.build_index(home, args.chunks)  # type: ignore[attr-defined]
     daemon = bench.start_daemon(home)  # type: ignore[attr-defined]
     try:
-        from precedents.query_daemon import protocol
+        from precedents import protocol
 
         started = time.monotonic()
         while True:

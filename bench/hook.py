@@ -58,14 +58,14 @@ def build_index(home: Path, chunks: int) -> int:
     from precedents.config import load_settings
     from precedents.embedding import load_embedder
     from precedents.indexer import Indexer
-    from precedents.sources import configured_sources, walk
+    from precedents.sources import Sources, configured_sources, walk
     from precedents.store import DocumentRecord, FileRecord, Store
 
     os.environ["PRECEDENTS_HOME"] = str(home)
     settings = load_settings(discover_claude=False)
     embedder = load_embedder(settings.model)
     store = Store(settings.index_dir, embedder.model_id, embedder.dimension)
-    sources = configured_sources(settings, notes=[EVAL / "dev" / "notes"], project=PROJECT)
+    sources = configured_sources(settings, Sources(notes=[EVAL / "dev" / "notes"], project=PROJECT))
     Indexer(settings, store, embedder).sync(walk(sources))
     have = store.count()
     rng = np.random.default_rng(7)
@@ -135,7 +135,7 @@ def startup_baseline(env: dict[str, str]) -> dict[str, float]:
 def search_comparison(home: Path) -> dict[str, Any]:
     """The daemon's numpy search against Store.search, same rows, same query vectors."""
     from precedents.config import load_settings
-    from precedents.query_daemon.recall import Recall
+    from precedents.recall.core import Recall
     from precedents.sources import project_keys
 
     os.environ["PRECEDENTS_HOME"] = str(home)
@@ -146,10 +146,7 @@ def search_comparison(home: Path) -> dict[str, Any]:
     vectors = [recall.embed(t) for t in texts]
     recall.snapshot.rank(vectors[0], keys)  # builds the project's row subset once
     out: dict[str, Any] = {}
-    for label, fn in (
-        ("numpy (daemon)", lambda v: recall.snapshot.rank(v, keys)),
-        ("Store.search", lambda v: recall._store.search(v, keys, k=20)),  # type: ignore[union-attr]
-    ):
+    for label, fn in (("numpy (daemon)", lambda v: recall.snapshot.rank(v, keys)),):
         samples = []
         for i in range(100):
             t = time.perf_counter()
@@ -197,7 +194,7 @@ def main() -> int:
     env["PRECEDENTS_HOME"] = str(home)  # the hooks' environment, as Claude Code gives it
     daemon = start_daemon(home)
     try:
-        from precedents.query_daemon import protocol
+        from precedents import protocol
 
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:

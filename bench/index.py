@@ -86,14 +86,14 @@ def synthetic_notes(folder: Path, chunks: int, seed: int = 7) -> None:
 
 
 def run(label: str, notes: Path, embedder: object) -> None:
-    from precedents.api import open_store
     from precedents.config import load_settings
     from precedents.indexer import Indexer
-    from precedents.sources import configured_sources, walk
+    from precedents.sources import Sources, configured_sources, walk
+    from precedents.store import open_store
 
     settings = load_settings()
-    store = open_store(settings, embedder, rebuild=True)  # type: ignore[arg-type]
-    sources = walk(configured_sources(settings, notes=[notes], project="/bench"))
+    store = open_store(settings.index_dir, embedder, rebuild=True)  # type: ignore[arg-type]
+    sources = walk(configured_sources(settings, Sources(notes=[notes], project="/bench")))
     cold = Indexer(settings, store, embedder).sync(sources)  # type: ignore[arg-type]
     warm = Indexer(settings, store, embedder).sync(sources)  # type: ignore[arg-type]
     print(

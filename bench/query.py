@@ -54,28 +54,30 @@ def measure(fn: Callable[[str], object], texts: list[str]) -> list[float]:
 
 
 def bench_store(label: str, store: object, embedder: object, texts: list[str]) -> None:
+    from precedents.recall import search
     from precedents.sources import project_keys
 
     keys = project_keys("/bench")
     vectors = {t: embedder.encode_queries([t])[0] for t in texts}  # type: ignore[attr-defined]
     print(f"{label}: {store.count()} chunks")  # type: ignore[attr-defined]
     figures("embed query", measure(lambda t: embedder.encode_queries([t]), texts))  # type: ignore[attr-defined]
-    figures("store search (k=5)", measure(lambda t: store.search(vectors[t], keys, k=5), texts))  # type: ignore[attr-defined]
+    figures(
+        "load vectors + rank (k=5)", measure(lambda t: search(store, vectors[t], keys, k=5), texts)
+    )  # type: ignore[attr-defined]
     figures(
         "embed + search",
-        measure(lambda t: store.search(embedder.encode_queries([t])[0], keys, k=5), texts),
+        measure(lambda t: search(store, embedder.encode_queries([t])[0], keys, k=5), texts),
     )  # type: ignore[attr-defined]
 
 
 def main() -> int:
     import numpy as np
 
-    from precedents.api import open_store
     from precedents.config import load_settings
     from precedents.embedding import load_embedder
     from precedents.indexer import Indexer
-    from precedents.sources import configured_sources, walk
-    from precedents.store import DocumentRecord, FileRecord, Store
+    from precedents.sources import Sources, configured_sources, walk
+    from precedents.store import DocumentRecord, FileRecord, Store, open_store
 
     texts = messages()
     embedder = load_embedder()
@@ -84,9 +86,11 @@ def main() -> int:
         os.environ["PRECEDENTS_CLAUDE_DIR"] = str(Path(tmp) / "claude")
         settings = load_settings()
         if (EVAL / "dev" / "notes").is_dir():
-            store = open_store(settings, embedder)
+            store = open_store(settings.index_dir, embedder)
             sources = walk(
-                configured_sources(settings, notes=[EVAL / "dev" / "notes"], project="/bench")
+                configured_sources(
+                    settings, Sources(notes=[EVAL / "dev" / "notes"], project="/bench")
+                )
             )
             Indexer(settings, store, embedder).sync(sources)
             bench_store("dev notes", store, embedder, texts)

@@ -63,10 +63,11 @@ def main() -> int:
     shutil.copytree(DEV_NOTES, notes)
     project = str(tmp)
 
-    from precedents.api import open_store
     from precedents.config import load_settings
     from precedents.embedding import load_embedder
-    from precedents.store import Store
+    from precedents.recall import search
+    from precedents.sources import Sources
+    from precedents.store import Store, open_store
     from precedents.watcher import Watcher, WatchTiming
 
     settings = load_settings()
@@ -75,11 +76,10 @@ def main() -> int:
     print(
         f"model {model.model_id} on {model.device}, loaded in {time.perf_counter() - started:.1f}s"
     )
-    store = open_store(settings, model)
+    store = open_store(settings.index_dir, model)
     watcher = Watcher(
         settings,
-        notes=[notes],
-        project=project,
+        folders=Sources(notes=(notes,), project=project),
         store=store,
         embedder=model,
         timing=WatchTiming(quiet_s=args.quiet),
@@ -113,7 +113,7 @@ def main() -> int:
             path.write_text(text, encoding="utf-8")
             while True:
                 q0 = time.perf_counter()
-                hits = reader.search(vector, [project], k=5, kinds=["note"])
+                hits = search(reader, vector, [project], k=5, kinds=["note"])
                 polls.append(time.perf_counter() - q0)
                 if any(h.record.path == str(path) and h.record.name == name for h in hits):
                     latencies.append(time.perf_counter() - t0)

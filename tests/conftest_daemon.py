@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from precedents.query_daemon import protocol
+from precedents import protocol
 
 REPO = Path(__file__).resolve().parents[1]
 EVAL = Path(__file__).resolve().parents[2] / "shared" / "eval"
@@ -130,13 +130,13 @@ def settings_for(home: Path) -> Any:
 def build_index(home: Path, embedder: Any, project: Path, notes: Path, adrs: Path | None) -> None:
     """Index ``notes`` (and ``adrs``) for ``project`` into ``home`` with the given model."""
     from precedents.indexer import Indexer
-    from precedents.sources import configured_sources, walk
+    from precedents.sources import Sources, configured_sources, walk
     from precedents.store import Store
 
     settings = settings_for(home)
     store = Store(settings.index_dir, embedder.model_id, embedder.dimension)
     sources = configured_sources(
-        settings, notes=[notes], adrs=[adrs] if adrs else [], project=str(project)
+        settings, Sources(notes=[notes], adrs=[adrs] if adrs else [], project=str(project))
     )
     Indexer(settings, store, embedder).sync(walk(sources))
 

@@ -15,6 +15,7 @@ from precedents.embedding import (
     load_embedder,
 )
 from precedents.errors import ModelNotAvailable
+from precedents.recall import search
 from precedents.store import DocumentRecord, FileRecord, Store
 
 DOCS = [
@@ -56,7 +57,7 @@ def test_backend_vectors_go_through_the_store(tmp_path: Path) -> None:
             for i in range(3)
         ]
     )
-    hits = store.search(emb.encode_queries(["roll back a rails migration"])[0], ["/p"], k=1)
+    hits = search(store, emb.encode_queries(["roll back a rails migration"])[0], ["/p"], k=1)
     assert hits[0].record.path == "/d2.md"
 
 

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from precedents.query_daemon import protocol
-from precedents.query_daemon.recall import Answer, Recall
+from precedents import protocol
 from precedents.query_daemon.server import Daemon, DaemonRunning
+from precedents.recall.core import Answer, Recall
 
 pytest.register_assert_rewrite("tests.conftest_daemon")
 from tests.conftest_daemon import (  # noqa: E402 - after the rewrite registration
@@ -149,7 +149,7 @@ def test_idle_timeout_exits_and_cleans_up(home: Path) -> None:
     thread.join(10)
     assert not thread.is_alive()
     assert result and str(result[0]).startswith("idle")
-    assert sorted(p.name for p in (home / "run").iterdir()) == [protocol.LOCK_NAME]
+    assert sorted(p.name for p in (home / "run").iterdir()) == [f"{protocol.DAEMON_ROLE}.lock"]
 
 
 def test_a_question_resets_the_idle_clock(home: Path) -> None:

@@ -1,34 +1,58 @@
-"""`precedents eval` plumbing on the real shared sets (fake embedder: fast; quality is
-measured by the command itself, with the real model, and recorded in docs/eval.md)."""
+"""`precedents eval` plumbing: the set format, and the real shared sets laid out in it
+(fake embedder: fast; quality is measured by `make eval` with the real model and
+recorded in docs/eval.md)."""
 
 from __future__ import annotations
 
+import importlib.util
+import json
 from pathlib import Path
+from types import ModuleType
+
+import pytest
 
 from precedents.config import Thresholds, load_settings
+from precedents.errors import UsageError
 from precedents.evaluation import prepare, score, tune
 
 from .conftest import FakeEmbedder, shared_path
 
+ROOT = Path(__file__).resolve().parents[1]
 
-def test_eval_assembles_ranks_and_scores_every_set(home: Path) -> None:
-    shared = shared_path()
-    run = prepare(load_settings(), shared, embedder=FakeEmbedder())  # type: ignore[arg-type]
-    kinds = {}
+
+def assembler() -> ModuleType:
+    """scripts/shared_eval_sets.py, the repository tooling `make eval` runs."""
+    spec = importlib.util.spec_from_file_location(
+        "shared_eval_sets", ROOT / "scripts" / "shared_eval_sets.py"
+    )
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_shared_sets_assemble_rank_and_score(home: Path, tmp_path: Path) -> None:
+    sets = assembler().assemble(shared_path(), tmp_path / "sets")
+    assert [s.name for s in sets] == ["dev", "crosslingual"]
+    run = prepare(load_settings(), sets, embedder=FakeEmbedder())  # type: ignore[arg-type]
+    kinds: dict[tuple[str, str, bool], int] = {}
     for r in run.ranked:
-        kinds[r.message.kind] = kinds.get(r.message.kind, 0) + 1
+        key = (r.message.group, r.message.kind, r.message.padded)
+        kinds[key] = kinds.get(key, 0) + 1
     assert kinds == {
-        "paraphrase": 30,
-        "unrelated": 50,
-        "crosslingual": 10,
-        "situational": 40,
-        "superseded_trap": 10,
+        ("dev", "paraphrase", False): 30,
+        ("dev", "unrelated", False): 20,
+        ("situational", "situational", False): 40,
+        ("situational", "superseded_trap", False): 10,
+        ("situational", "unrelated", False): 30,
+        ("situational", "unrelated", True): 30,
+        ("crosslingual", "paraphrase", False): 10,
     }
     ranked_ids = {i for r in run.ranked for i in r.ids}
     assert any(i.startswith("adrs/") for i in ranked_ids)
     assert any(i.startswith("rules/") for i in ranked_ids)
-    # Crosslingual questions search the copy with the Japanese notes, notes only.
-    cross = [r for r in run.ranked if r.message.kind == "crosslingual"]
+    # Each set is its own store: crosslingual questions only see the Japanese copies.
+    cross = [r for r in run.ranked if r.message.group == "crosslingual"]
     assert all(
         h.record.kind == "note" and "crosslingual" in h.record.path for r in cross for h in r.hits
     )
@@ -36,5 +60,64 @@ def test_eval_assembles_ranks_and_scores_every_set(home: Path) -> None:
     figures = score(run, Thresholds(min_top=-1.0, min_gap=-1.0, wide_gap=-1.0, near_top=2.0))
     assert figures["trap: not shown unmarked"] == {"ok": 10, "n": 10, "rate": 1.0}
     assert figures["unrelated (all): nothing injected"]["ok"] == 0
+    assert figures["unrelated (situational, padded): nothing injected"]["n"] == 30
     best, tuned = tune(run, grid=((0.2, 0.9), (0.0,), (0.1,)))
     assert best.min_top == 0.9 and tuned["unrelated (all): nothing injected"]["rate"] >= 0.85
+
+
+def tiny_set(folder: Path, messages: list[object]) -> Path:
+    (folder / "notes").mkdir(parents=True)
+    (folder / "notes" / "money.md").write_text(
+        "---\nname: money as integer cents\ndescription: never floats for prices\n---\n"
+        "Store every amount as integer cents; floats lose pennies.\n"
+    )
+    (folder / "messages.jsonl").write_text(
+        "".join((m if isinstance(m, str) else json.dumps(m)) + "\n" for m in messages)
+    )
+    return folder
+
+
+def test_a_user_set_is_scored_by_group(home: Path, tmp_path: Path) -> None:
+    folder = tiny_set(
+        tmp_path / "mine",
+        [
+            {
+                "id": "a",
+                "text": "can I keep prices as floats?",
+                "kind": "paraphrase",
+                "expected": ["notes/money.md"],
+            },
+            {"id": "b", "text": "rename the CI job", "kind": "unrelated"},
+        ],
+    )
+    run = prepare(load_settings(), [folder], embedder=FakeEmbedder())  # type: ignore[arg-type]
+    figures = score(run, Thresholds(min_top=-1.0, min_gap=-1.0, wide_gap=-1.0, near_top=2.0))
+    assert figures["mine: right note first"]["ok"] == 1  # the only record is first
+    assert figures["unrelated (mine): nothing injected"] == {"ok": 0, "n": 1, "rate": 0.0}
+    assert not (folder / ".git").exists()  # the set folder is never written to
+
+
+@pytest.mark.parametrize(
+    ("messages", "error"),
+    [
+        (["{not json"], r"messages.jsonl:1: not JSON"),
+        ([{"text": "x", "kind": "bogus"}], r"kind must be one of"),
+        ([{"text": "x", "kind": "paraphrase"}], r"needs its expected record ids"),
+        ([{"kind": "unrelated"}], r"not an object with a text"),
+        ([], r"no messages"),
+    ],
+)
+def test_a_malformed_set_is_one_clear_error(
+    home: Path, tmp_path: Path, messages: list[object], error: str
+) -> None:
+    folder = tiny_set(tmp_path / "bad", messages)
+    with pytest.raises(UsageError, match=error):
+        prepare(load_settings(), [folder], embedder=FakeEmbedder())  # type: ignore[arg-type]
+
+
+def test_a_folder_that_is_no_set_is_refused(home: Path, tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UsageError, match="needs notes/, rules/, adrs/ or conversations/"):
+        prepare(load_settings(), [tmp_path / "empty"], embedder=FakeEmbedder())  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="no such eval set folder"):
+        prepare(load_settings(), [tmp_path / "missing"], embedder=FakeEmbedder())  # type: ignore[arg-type]

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from precedents.query_daemon.format import ELLIPSIS, format_context
-from precedents.query_daemon.protocol import HEADER, hook_output, printed_bytes
-from precedents.query_daemon.selection import NARROW_CAP_BYTES, WIDE_CAP_BYTES, Selection
+from precedents.protocol import HEADER, hook_output, printed_bytes
+from precedents.recall.format import ELLIPSIS, format_context
+from precedents.recall.selection import NARROW_CAP_BYTES, WIDE_CAP_BYTES, Selection
 from precedents.store.schema import DocumentHit, DocumentRecord
 
 SUPERSEDED = "⚠️superseded → ADR-0024"

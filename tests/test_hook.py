@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from precedents.query_daemon import protocol
+from precedents import protocol
 
 pytest.register_assert_rewrite("tests.conftest_daemon")
 from tests.conftest_daemon import (  # noqa: E402 - after the rewrite registration

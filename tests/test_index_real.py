@@ -10,11 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from precedents.api import open_store
 from precedents.config import load_settings
 from precedents.indexer import Indexer, IndexReport
-from precedents.sources import configured_sources, encode_project_path, project_keys, walk
-from precedents.store import Store
+from precedents.recall import search
+from precedents.sources import Sources, configured_sources, encode_project_path, project_keys, walk
+from precedents.store import Store, open_store
 
 from .conftest import REPO, shared_path
 
@@ -27,8 +27,8 @@ PG_PASSWORD = "s3cr3t-Pa55w0rd-xyz"
 
 def sync(embedder: object, project: str = "/proj", **dirs: list[Path]) -> tuple[IndexReport, Store]:
     settings = load_settings()
-    store = open_store(settings, embedder)  # type: ignore[arg-type]
-    sources = configured_sources(settings, project=project, **dirs)  # type: ignore[arg-type]
+    store = open_store(settings.index_dir, embedder)  # type: ignore[arg-type]
+    sources = configured_sources(settings, Sources(project=project, **dirs))  # type: ignore[arg-type]
     return Indexer(settings, store, embedder).sync(walk(sources)), store  # type: ignore[arg-type]
 
 
@@ -58,12 +58,12 @@ def test_real_model_dedup_edit_delete(home: Path, tmp_path: Path, embedder: obje
     query = embedder.encode_queries(  # type: ignore[attr-defined]
         ["git stash left my brand-new files in the working tree, how do I shelve those too?"]
     )[0]
-    hits = store.search(query, project_keys("/proj"), k=3)
+    hits = search(store, query, project_keys("/proj"), k=3)
     assert hits[0].record.path == str(target)
 
     target.unlink()
     _, store = sync(embedder, notes=[notes])
-    hits = store.search(query, project_keys("/proj"), k=10)
+    hits = search(store, query, project_keys("/proj"), k=10)
     assert str(target) not in {h.record.path for h in hits}
 
 
@@ -253,11 +253,11 @@ def test_claude_code_folders_are_discovered(home: Path, tmp_path: Path, embedder
     sources = configured_sources(settings)
     kinds = {(s.kind, s.project) for s in sources}
     assert ("note", str(repo)) in kinds and ("conversation", str(repo)) in kinds
-    store = open_store(settings, embedder)  # type: ignore[arg-type]
+    store = open_store(settings.index_dir, embedder)  # type: ignore[arg-type]
     Indexer(settings, store, embedder).sync(walk(sources))  # type: ignore[arg-type]
     assert str(folder / "memory" / "MEMORY.md") not in store.files()
     vec = embedder.encode_queries(["can I store prices as floats?"])[0]  # type: ignore[attr-defined]
-    hits = store.search(vec, project_keys(str(repo)), k=2)
+    hits = search(store, vec, project_keys(str(repo)), k=2)
     assert hits[0].record.name == "Money is integer cents"
 
 

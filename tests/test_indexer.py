@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from precedents.api import open_store
 from precedents.config import load_settings
 from precedents.indexer import Indexer, IndexReport
-from precedents.sources import configured_sources, walk
-from precedents.store import Store
+from precedents.recall import search
+from precedents.sources import Sources, configured_sources, walk
+from precedents.store import Store, open_store
 
 from .conftest import FakeEmbedder
 
@@ -27,8 +27,8 @@ def note(folder: Path, name: str, body: str) -> Path:
 
 def index(home: Path, emb: FakeEmbedder, **dirs: list[Path]) -> tuple[IndexReport, Store]:
     settings = load_settings()
-    store = open_store(settings, emb)  # type: ignore[arg-type]
-    sources = configured_sources(settings, project="/proj", **dirs)  # type: ignore[arg-type]
+    store = open_store(settings.index_dir, emb)  # type: ignore[arg-type]
+    sources = configured_sources(settings, Sources(project="/proj", **dirs))  # type: ignore[arg-type]
     return Indexer(settings, store, emb).sync(walk(sources)), store  # type: ignore[arg-type]
 
 
@@ -73,7 +73,7 @@ def test_deleted_note_leaves_store_and_results(home: Path, notes: Path) -> None:
     (notes / "n0.md").unlink()
     report, store = index(home, emb, notes=[notes])
     assert report.files_deleted == 1
-    hits = store.search(emb.encode_queries(["postgres vacuum"])[0], ["/proj", "*"], k=10)
+    hits = search(store, emb.encode_queries(["postgres vacuum"])[0], ["/proj", "*"], k=10)
     assert str(notes / "n0.md") not in {h.record.path for h in hits}
     assert str(notes / "n0.md") not in store.files()
 
@@ -85,7 +85,7 @@ def test_changed_file_rows_are_replaced_not_duplicated(home: Path, notes: Path) 
     _, store = index(home, emb, notes=[notes])
     rows = store.files()[str(notes / "n2.md")].chunks
     assert rows == 6  # capped at six chunks
-    hits = store.search(emb.encode_queries(["protocols"])[0], ["/proj"], k=10)
+    hits = search(store, emb.encode_queries(["protocols"])[0], ["/proj"], k=10)
     assert [h.record.path for h in hits].count(str(notes / "n2.md")) == 1
     assert store.count() == sum(f.chunks for f in store.files().values())
 
@@ -131,8 +131,8 @@ def test_bad_input_is_reported_and_nothing_else_lost(
         monkeypatch.setattr(os, "scandir", scandir)
     settings = load_settings()
     emb = FakeEmbedder()
-    store = open_store(settings, emb)  # type: ignore[arg-type]
-    listing = walk(configured_sources(settings, notes=[folder], project="/proj"))
+    store = open_store(settings.index_dir, emb)  # type: ignore[arg-type]
+    listing = walk(configured_sources(settings, Sources(notes=[folder], project="/proj")))
     vanished = folder / "vanishing.md"
     note(folder, "vanishing.md", "# Gone soon")
     listing.files.append(listing.files[0].__class__(vanished, "note", "/proj", folder))
@@ -152,9 +152,9 @@ def test_bad_input_is_reported_and_nothing_else_lost(
     indexed = set(store.files())
     for name in ("good.md", "latin1.md", "broken-fm.md", "only-fm.md"):
         assert str(folder / name) in indexed, name
-    hits = store.search(emb.encode_queries(["broken front matter body kept"])[0], ["/proj"], k=10)
+    hits = search(store, emb.encode_queries(["broken front matter body kept"])[0], ["/proj"], k=10)
     assert str(folder / "broken-fm.md") in {h.record.path for h in hits}
-    only = store.search(emb.encode_queries(["only front matter"])[0], ["/proj"], k=10)
+    only = search(store, emb.encode_queries(["only front matter"])[0], ["/proj"], k=10)
     assert any(h.record.name == "Only front matter" for h in only)
 
 
@@ -162,7 +162,7 @@ def test_sources_given_on_the_command_line_must_exist(home: Path, tmp_path: Path
     from precedents.errors import UsageError
 
     with pytest.raises(UsageError, match="no such folder"):
-        configured_sources(load_settings(), notes=[tmp_path / "missing"])
+        configured_sources(load_settings(), Sources(notes=(tmp_path / "missing",)))
 
 
 def test_rules_are_shared_and_notes_belong_to_their_project(home: Path, tmp_path: Path) -> None:
@@ -175,5 +175,5 @@ def test_rules_are_shared_and_notes_belong_to_their_project(home: Path, tmp_path
     _, store = index(home, emb, notes=[notes_dir], rules=[rules_dir])
     projects = {f.kind: f.project for f in store.files().values()}
     assert projects == {"note": "/proj", "rule": "*"}
-    other = store.search(emb.encode_queries(["deploy review"])[0], ["/elsewhere", "*"], k=10)
+    other = search(store, emb.encode_queries(["deploy review"])[0], ["/elsewhere", "*"], k=10)
     assert [h.record.kind for h in other] == ["rule"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from precedents.config import Thresholds
-from precedents.query_daemon.selection import (
+from precedents.recall.selection import (
     NARROW_CAP_BYTES,
     WIDE_CAP_BYTES,
     gap_of,

@@ -23,14 +23,17 @@ from typing import Any
 import numpy as np
 import pytest
 
-from precedents.api import open_store
 from precedents.config import DEFAULT_MODEL, load_settings
-from precedents.store import Store
-from precedents.watcher import PID_NAME, Watcher, WatcherRunning, WatchTiming, read_pid
+from precedents.recall import search
+from precedents.runlock import read_pid
+from precedents.sources import Sources
+from precedents.store import Store, open_store
+from precedents.watcher import ROLE, Watcher, WatcherRunning, WatchTiming
 from precedents.watcher.debounce import Debouncer
 
 from .conftest import FakeEmbedder
 
+PID_NAME = f"{ROLE}.pid"
 PROJECT = "/proj-watch"
 FAST = WatchTiming(quiet_s=0.1, conversation_quiet_s=0.3, max_wait_s=2.0, rescan_s=60.0)
 TIMEOUT = 15.0
@@ -68,7 +71,7 @@ class Env:
         self.query_emb = FakeEmbedder() if emb is None else emb
         self.notes = tmp / "notes"
         self.notes.mkdir(exist_ok=True)
-        self.store = open_store(self.settings, self.emb)
+        self.store = open_store(self.settings.index_dir, self.emb)
         self.reader = Store(
             self.settings.index_dir, self.emb.model_id, self.emb.dimension, reader=True
         )
@@ -76,7 +79,11 @@ class Env:
     def watcher(self, timing: WatchTiming = FAST, **kw: Any) -> Watcher:
         kw.setdefault("notes", [self.notes])
         return Watcher(
-            self.settings, project=PROJECT, store=self.store, embedder=self.emb, timing=timing, **kw
+            self.settings,
+            folders=Sources(project=PROJECT, **kw),
+            store=self.store,
+            embedder=self.emb,
+            timing=timing,
         )
 
     def files(self) -> dict[str, str]:
@@ -84,7 +91,7 @@ class Env:
 
     def found(self, text: str, path: Path) -> bool:
         vec = self.query_emb.encode_queries([text])[0]
-        hits = self.reader.search(vec, [PROJECT], k=20)
+        hits = search(self.reader, vec, [PROJECT], k=20)
         return any(h.record.path == str(path) and h.score > 0.3 for h in hits)
 
     def has(self, path: Path) -> bool:
@@ -169,7 +176,7 @@ def test_vim_style_save_is_one_index_and_no_temp_rows(env: Env, running: Watcher
     time.sleep(0.5)  # let any straggling event be processed before counting
     assert set(env.files()) == {str(p) for p in (note, env.notes / "a.md", env.notes / "b.md")}
     assert running.stats.files_indexed - indexed == 1
-    hits = env.reader.search(env.query_emb.encode_queries(["queue design"])[0], [PROJECT], k=50)
+    hits = search(env.reader, env.query_emb.encode_queries(["queue design"])[0], [PROJECT], k=50)
     assert [h.record.path for h in hits].count(str(note)) == 1
 
 
@@ -234,7 +241,7 @@ def test_stop_removes_pid_and_joins_threads(env: Env) -> None:
     pid_file = env.settings.run_dir / PID_NAME
     w = env.watcher()
     w.start()
-    assert read_pid(env.settings.run_dir) == os.getpid()
+    assert read_pid(env.settings.run_dir, ROLE) == os.getpid()
     assert oct(env.settings.run_dir.stat().st_mode & 0o777) == "0o700"
     w.stop()
     assert not pid_file.exists()
@@ -246,10 +253,10 @@ def test_second_watcher_refuses_and_stale_pid_is_recovered(env: Env) -> None:
     with env.watcher():
         with pytest.raises(WatcherRunning, match=f"pid {os.getpid()}"):
             env.watcher().start()
-        assert read_pid(env.settings.run_dir) == os.getpid()  # the loser did not touch it
+        assert read_pid(env.settings.run_dir, ROLE) == os.getpid()  # the loser did not touch it
     (env.settings.run_dir / PID_NAME).write_text("999999\n")  # a watcher that crashed
     with env.watcher():
-        assert read_pid(env.settings.run_dir) == os.getpid()
+        assert read_pid(env.settings.run_dir, ROLE) == os.getpid()
     assert not (env.settings.run_dir / PID_NAME).exists()
 
 
@@ -297,9 +304,9 @@ def test_conversation_log_reindexed_whole_with_cached_vectors(env: Env, tmp_path
         assert env.emb.texts - texts == 1  # only the new exchange was embedded
     # The rows equal a whole re-read's: a fresh reindex finds nothing to change.
     from precedents.indexer import Indexer
-    from precedents.sources import configured_sources, walk
+    from precedents.sources import Sources, configured_sources, walk
 
-    srcs = configured_sources(env.settings, conversations=[logs], project=PROJECT)
+    srcs = configured_sources(env.settings, Sources(conversations=[logs], project=PROJECT))
     report = Indexer(env.settings, env.store, env.emb).sync(walk(srcs))
     assert (report.files_indexed, report.files_unchanged) == (0, 1)
 
@@ -324,7 +331,7 @@ def test_real_model_note_searchable_by_meaning(home: Path, tmp_path: Path, embed
         )
         assert wait_for(lambda: env.has(note), 60.0)
         vec = embedder.encode_queries(["can I keep prices as floating point numbers?"])[0]
-        hits = env.reader.search(np.asarray(vec), [PROJECT], k=3)
+        hits = search(env.reader, np.asarray(vec), [PROJECT], k=3)
         assert hits and hits[0].record.path == str(note)
 
 
@@ -340,7 +347,7 @@ def test_watch_command_runs_until_sigterm(home: Path, tmp_path: Path) -> None:
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=os.environ.copy())
     pid_file = settings.run_dir / PID_NAME
     try:
-        assert wait_for(lambda: read_pid(settings.run_dir) == proc.pid, 30.0)
+        assert wait_for(lambda: read_pid(settings.run_dir, ROLE) == proc.pid, 30.0)
         time.sleep(0.3)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
@@ -354,7 +361,7 @@ def test_watch_command_runs_until_sigterm(home: Path, tmp_path: Path) -> None:
     # A second one, while the first is running, refuses with exit 2 and one line.
     first = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     try:
-        assert wait_for(lambda: read_pid(settings.run_dir) == first.pid, 30.0)
+        assert wait_for(lambda: read_pid(settings.run_dir, ROLE) == first.pid, 30.0)
         second = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
         assert second.returncode == 2
         assert "already running" in second.stderr and "Traceback" not in second.stderr

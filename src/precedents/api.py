@@ -9,10 +9,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from precedents import evaluation
 from precedents.config import Settings
 from precedents.embedding import (
     Embedder,
@@ -21,103 +22,30 @@ from precedents.embedding import (
     pick_device,
     setup_model,
 )
-from precedents.errors import ModelMismatch, StoreError
-from precedents.indexer import Indexer, IndexReport, Progress
-from precedents.query_daemon.marks import AdrMarks
-from precedents.sources import Problem, configured_sources, project_keys, project_root, walk
+from precedents.indexer import Indexer, IndexReport, Progress, lazy_store
+from precedents.kinds import Kind
+from precedents.recall import Recall
+from precedents.recall import auto_context as recall_auto_context
+from precedents.sources import Problem, Sources, configured_sources, project_root, walk
 from precedents.store import DocumentHit, Store
 
 log = logging.getLogger("precedents.api")
-
-
-def open_store(
-    settings: Settings, embedder: Embedder, *, reader: bool = False, rebuild: bool = False
-) -> Store:
-    """Open the store for ``embedder``'s vectors; ``rebuild`` drops it first.
-
-    A store built with another model is rebuilt from scratch (never mixed).
-    """
-    if rebuild:
-        Store.drop(settings.index_dir)
-    try:
-        return Store(settings.index_dir, embedder.model_id, embedder.dimension, reader=reader)
-    except ModelMismatch as exc:
-        log.warning("%s: rebuilding", exc)
-        Store.drop(settings.index_dir)
-        return Store(settings.index_dir, embedder.model_id, embedder.dimension, reader=reader)
-
-
-class LazyStore:
-    """Open the store without loading the model when its model/dimension are recorded."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self._embedder: Embedder | None = None
-        self.rebuilt = ""
-
-    @property
-    def loaded(self) -> Embedder | None:
-        """The model if it was needed (and so loaded), else None."""
-        return self._embedder
-
-    def embedder(self) -> Embedder:
-        """The model, loaded once."""
-        if self._embedder is None:
-            self._embedder = load_embedder(self.settings.model, self.settings.device)
-        return self._embedder
-
-    def open(self, rebuild: bool = False) -> Store:
-        """The store, opened with the recorded dimension when the model matches.
-
-        A damaged store is dropped and rebuilt (it is derived data); ``rebuilt``
-        then says why.
-        """
-        self.rebuilt = ""
-        try:
-            stored = None if rebuild else Store.stored_model(self.settings.index_dir)
-        except StoreError as exc:
-            self.rebuilt, stored, rebuild = str(exc), None, True
-        if stored and stored[0] == canonical_model_id(self.settings.model) and stored[1] > 0:
-            try:
-                store = Store(self.settings.index_dir, stored[0], stored[1])
-                store.check()
-                return store
-            except StoreError as exc:
-                self.rebuilt = str(exc)
-                rebuild = True
-        try:
-            store = open_store(self.settings, self.embedder(), rebuild=rebuild)
-            store.check()
-            return store
-        except StoreError as exc:
-            self.rebuilt = str(exc)
-            return open_store(self.settings, self.embedder(), rebuild=True)
 
 
 def reindex(
     settings: Settings,
     *,
     full: bool = False,
-    notes: Sequence[Path] = (),
-    rules: Sequence[Path] = (),
-    adrs: Sequence[Path] = (),
-    conversations: Sequence[Path] = (),
-    project: str | None = None,
+    sources: Sources | None = None,
     progress: Progress | None = None,
 ) -> IndexReport:
-    """Bring the store in line with the sources; ``full`` re-embeds everything."""
-    sources = configured_sources(
-        settings,
-        notes=notes,
-        rules=rules,
-        adrs=adrs,
-        conversations=conversations,
-        project=project,
-    )
-    lazy = LazyStore(settings)
+    """Bring the store in line with the sources (or only the folders in ``sources``);
+    ``full`` re-embeds everything."""
+    found = configured_sources(settings, sources)
+    lazy = lazy_store(settings)
     store = lazy.open(rebuild=full)
-    indexer = Indexer(settings, store, lazy.embedder)
-    report = indexer.sync(walk(sources), progress)
+    indexer = Indexer(settings, store, lazy.model)
+    report = indexer.sync(walk(found), progress)
     if lazy.rebuilt:
         log.warning("%s: rebuilt", lazy.rebuilt)
         report.problems.insert(0, Problem(str(settings.index_dir), "index was damaged: rebuilt"))
@@ -152,27 +80,32 @@ def query(
     *,
     project: str | None = None,
     k: int = 5,
-    kinds: Sequence[str] | None = None,
+    kinds: Sequence[Kind] | None = None,
     embedder: Embedder | None = None,
     all_projects: bool = False,
 ) -> QueryResult:
-    """Documents of a project (and shared rules), or of every project, ranked for ``text``."""
+    """Documents of a project (and shared rules), or of every project, ranked for ``text``.
+
+    Ranked by :class:`Recall`, the code the hook's daemon runs, so `query`
+    and the hook order the same question the same way.
+    """
     started = time.perf_counter()
     root = "*all*" if all_projects else project_root(project or Path.cwd())
-    lazy = LazyStore(settings)
-    model = embedder or lazy.embedder()
-    store = Store(settings.index_dir, model.model_id, model.dimension, create=False)
-    vector = model.encode_queries([text])[0]
-    hits = store.search(vector, None if all_projects else project_keys(root), k=k, kinds=kinds)
-    adr_marks = AdrMarks(settings.cache_dir / "adr")
-    marks = {h.record.path: adr_marks.mark_for(h.record) for h in hits if h.record.kind == "adr"}
+    recall = Recall(settings, embedder)
+    try:
+        if recall.store_problem is not None:
+            raise recall.store_problem
+        hits = recall.rank(text, None if all_projects else root, kinds, k)
+        marks = {
+            h.record.path: recall.marks.mark_for(h.record) for h in hits if h.record.kind == "adr"
+        }
+    finally:
+        recall.close()
     return QueryResult(root, hits, time.perf_counter() - started, marks)
 
 
 def auto_context(settings: Settings, text: str, *, project: str | None = None) -> str | None:
     """Exactly what the hook would inject for ``text`` (the daemon's code, in-process)."""
-    from precedents.query_daemon.recall import auto_context as recall_auto_context
-
     return recall_auto_context(settings, text, project)
 
 
@@ -235,18 +168,14 @@ def setup(settings: Settings, model: str | None = None) -> dict[str, Any]:
 
 def evaluate(
     settings: Settings,
-    shared: Path,
+    sets: Sequence[Path],
     *,
     tune: bool = False,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Score retrieval and selection on the shared eval sets at the model's thresholds;
-    with ``tune``, also search the threshold grid and report the best setting."""
-    from dataclasses import asdict
-
-    from precedents import evaluation
-
-    run = evaluation.prepare(settings, shared, progress)
+    """Score retrieval and selection on eval ``sets`` (docs/eval.md) at the model's
+    thresholds; with ``tune``, also search the threshold grid and report the best."""
+    run = evaluation.prepare(settings, sets, progress)
     current = settings.thresholds_for(canonical_model_id(settings.model))
     out: dict[str, Any] = {
         "model": settings.model,

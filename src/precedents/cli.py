@@ -20,6 +20,7 @@ from precedents.cli_daemon import register as register_daemon
 from precedents.cli_watch import register as register_watch
 from precedents.config import Settings, load_settings, private_umask
 from precedents.errors import UsageError
+from precedents.sources import Sources
 
 app = typer.Typer(
     help="Local memory recall for AI coding agents: notes, rules, ADRs and conversations.",
@@ -95,11 +96,13 @@ def reindex(
         report = api.reindex(
             settings(model=model),
             full=full,
-            notes=notes or [],
-            rules=rules or [],
-            adrs=adrs or [],
-            conversations=conversations or [],
-            project=project,
+            sources=Sources(
+                tuple(notes or ()),
+                tuple(rules or ()),
+                tuple(adrs or ()),
+                tuple(conversations or ()),
+                project,
+            ),
             progress=progress,
         )
     if as_json:
@@ -245,22 +248,20 @@ def service_uninstall(no_load: NoLoadOpt = False, as_json: JsonOpt = False) -> N
 @app.command("eval")
 @errors
 def eval_(
-    shared: Annotated[Path, typer.Option(help="Folder holding eval/ and adr-corpora/.")] = Path(
-        __file__
-    )
-    .resolve()
-    .parents[3]
-    / "shared",
+    sets: Annotated[
+        list[Path],
+        typer.Option("--set", help="An eval set folder (docs/eval.md); repeat for several."),
+    ],
     tune: Annotated[bool, typer.Option("--tune", help="Search the threshold grid too.")] = False,
     model: Annotated[str | None, typer.Option(help="Embedding model id or folder.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Recall and selection quality on the shared eval sets (and threshold tuning)."""
+    """Recall and selection quality on labelled eval sets (and threshold tuning)."""
     from precedents.evaluation import report_lines
     from precedents.progress import index_progress
 
     with index_progress(enabled=not as_json) as progress:
-        result = api.evaluate(settings(model=model), shared, tune=tune, progress=progress)
+        result = api.evaluate(settings(model=model), sets, tune=tune, progress=progress)
     if as_json:
         print_json(result)
         return

@@ -36,7 +36,7 @@ def serve(
     ] = False,
 ) -> None:
     """Run the query daemon in the foreground: the hook's answers come from it."""
-    from precedents.query_daemon import protocol
+    from precedents import protocol
     from precedents.query_daemon.server import configure_logging
     from precedents.query_daemon.server import serve as run_daemon
 

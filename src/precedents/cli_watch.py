@@ -21,6 +21,7 @@ import typer
 from precedents.cli_common import errors
 from precedents.config import load_settings, private_umask
 from precedents.errors import UsageError
+from precedents.sources import Sources
 
 log = logging.getLogger("precedents.watcher")
 
@@ -74,11 +75,13 @@ def watch(
     try:
         watcher = Watcher(
             load_settings(),
-            notes=notes or [],
-            rules=rules or [],
-            adrs=adrs or [],
-            conversations=conversations or [],
-            project=project,
+            folders=Sources(
+                tuple(notes or ()),
+                tuple(rules or ()),
+                tuple(adrs or ()),
+                tuple(conversations or ()),
+                project,
+            ),
             timing=WatchTiming(quiet_s=debounce),
         )
         with watcher:

@@ -1,16 +1,27 @@
-"""`precedents eval`: retrieval and selection quality on the shared evaluation sets.
+"""`precedents eval --set DIR`: retrieval and selection quality on labelled sets.
 
-The corpus is assembled as ``shared/eval/dev-situational/README.md`` says (the
-dev notes, the situational rules and six ADR corpora, as one project), indexed
-into its own state folder (``<state>/eval/<model>``, kept between runs so a
-re-run embeds nothing), and every message goes through the same code the hook
-uses: :class:`Recall` ranks, :func:`select` decides, :func:`format_context`
-writes the lines. Scores follow the sets' READMEs:
+An eval set is a folder (docs/eval.md, "Eval set format")::
 
-- ``dev`` questions: the expected note ranked first (bar 95%);
-- situational: an expected record in the top 3 (bar 85%) and injected (80%);
-- superseded traps: a shown trap carries its mark (always), successor shown (bonus);
-- unrelated (``dev`` and situational): nothing injected (bar 85%).
+    SET/
+      notes/          *.md            memory notes          (each part optional,
+      rules/          *.md, *.mdc     shared rules           at least one needed)
+      adrs/           ADR folders     architecture decisions
+      conversations/  *.jsonl         Claude Code logs
+      messages.jsonl  one labelled message per line
+
+Each set is indexed as one project into its own store under
+``<state>/eval/<model>/<set>-<hash>/`` (kept between runs, so a re-run embeds
+nothing), and every message goes through the code the hook runs:
+:class:`Recall` ranks, :func:`select` decides, :func:`format_context` writes
+the lines. A record id is a file's path relative to its set (``notes/x.md``).
+
+Figures, by message kind:
+
+- ``paraphrase``: the expected record ranked first, in the top 3, injected;
+- ``situational``: an expected record in the top 3 (bar 85%) and injected (80%);
+- ``superseded_trap``: a shown trap carries its mark (always); successor shown (bonus);
+- ``unrelated``: nothing injected (bar 85%); padded copies (``padded_from``)
+  are reported apart, so a decision that leans on length shows up.
 
 ``tune`` re-runs only the pure selection over a grid of thresholds (the
 ranking is computed once) and reports the best setting that keeps unrelated
@@ -19,10 +30,10 @@ messages quiet; the chosen values go in :data:`config.MODEL_THRESHOLDS`.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import re
-import shutil
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -32,35 +43,39 @@ from precedents.config import Settings, Thresholds
 from precedents.embedding import Embedder, load_embedder
 from precedents.errors import UsageError
 from precedents.indexer import Indexer, Progress
-from precedents.query_daemon.format import format_context
-from precedents.query_daemon.recall import Recall
-from precedents.query_daemon.selection import select
-from precedents.sources import configured_sources, walk
-from precedents.store import DocumentHit, DocumentRecord
+from precedents.recall import Recall, select
+from precedents.recall.format import format_context
+from precedents.sources import Sources, configured_sources, project_root, walk
+from precedents.store import DocumentHit, DocumentRecord, open_store
 
-ADR_CORPORA = (
-    "JabRef__jabref",
-    "alphagov__govuk-aws",
-    "alphagov__gsp",
-    "elastisys__compliantkubernetes",
-    "ministryofjustice__modernisation-platform",
-    "thomvaill__log4brains",
-)
-PROJECT_NAME = "eval-project"
+MESSAGES = "messages.jsonl"
+PARTS = ("notes", "rules", "adrs", "conversations")
+MESSAGE_KINDS = ("paraphrase", "situational", "superseded_trap", "unrelated")
 MARKED = re.compile(r"⚠️|△|status unknown")
 
 
 @dataclass(frozen=True)
 class Message:
-    """One evaluation message with what should (or should not) come back."""
+    """One labelled message with what should (or should not) come back."""
 
     id: str
     text: str
-    kind: str  # paraphrase | situational | superseded_trap | unrelated
+    kind: str  # one of MESSAGE_KINDS
     expected: tuple[str, ...] = ()
     trap: str = ""
     successor: str = ""
-    source: str = ""  # dev | situational
+    group: str = ""  # the label its figures are reported under (default: the set's name)
+    padded: bool = False  # an unrelated message wrapped in neutral chatter
+
+
+@dataclass
+class SetRun:
+    """One indexed set: its project, record ids and ADR marks."""
+
+    name: str
+    project: str
+    ids: dict[str, str]  # stored path -> record id
+    marks: Callable[[DocumentRecord], str] = field(default=lambda _r: "")
 
 
 @dataclass
@@ -70,154 +85,130 @@ class Ranked:
     message: Message
     hits: list[DocumentHit]
     ids: list[str]
-
-
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
-
-
-def load_messages(shared: Path) -> list[Message]:
-    """The dev questions and unrelated messages, and the situational set."""
-    out: list[Message] = []
-    dev = shared / "eval" / "dev"
-    for row in _jsonl(dev / "questions.jsonl") + _jsonl(dev / "unrelated.jsonl"):
-        out.append(
-            Message(
-                row["id"],
-                row["text"],
-                row["kind"],
-                tuple(f"notes/{e}" for e in row.get("expected", [])),
-                source="dev",
-            )
-        )
-    for row in _jsonl(dev / "crosslingual.jsonl") if (dev / "crosslingual.jsonl").exists() else []:
-        expected = tuple(f"notes/{e}" for e in row.get("expected", []))
-        out.append(Message(row["id"], row["text"], "crosslingual", expected, source="crosslingual"))
-    for row in _jsonl(shared / "eval" / "dev-situational" / "messages.jsonl"):
-        out.append(
-            Message(
-                row["id"],
-                row["text"],
-                row["kind"],
-                tuple(row.get("expected", [])),
-                row.get("trap") or "",
-                row.get("successor") or "",
-                "situational",
-            )
-        )
-    return out
-
-
-def assemble_corpus(shared: Path, work: Path) -> dict[str, Path]:
-    """Lay the eval corpus out under ``work``; returns record id -> file path.
-
-    Notes and rules are used in place; the ADRs keyed in each corpus'
-    EXPECTED.json are copied (the folders also hold READMEs and indexes that
-    are not part of the corpus).
-    """
-    if not (shared / "eval" / "dev-situational").is_dir():
-        raise UsageError(f"{shared}: no eval sets there (expected eval/ and adr-corpora/)")
-    ids: dict[str, Path] = {}
-    for path in sorted((shared / "eval" / "dev" / "notes").glob("*.md")):
-        ids[f"notes/{path.name}"] = path
-    for path in sorted((shared / "eval" / "dev-situational" / "rules").glob("*.mdc")):
-        ids[f"rules/{path.name}"] = path
-    for corpus in ADR_CORPORA:
-        src = shared / "adr-corpora" / corpus
-        expected = json.loads((src / "EXPECTED.json").read_text(encoding="utf-8"))
-        keys = expected.get("records", expected) if isinstance(expected, dict) else {}
-        for rel in keys:
-            if not (src / rel).is_file():
-                continue
-            dst = work / "adrs" / corpus / rel
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            if not dst.exists() or dst.read_bytes() != (src / rel).read_bytes():
-                shutil.copyfile(src / rel, dst)
-            ids[f"adrs/{corpus}/{rel}"] = dst
-    return ids
-
-
-def assemble_crosslingual(shared: Path, work: Path) -> dict[str, Path]:
-    """The dev notes with the ten that have a Japanese translation replaced by it.
-
-    As ``eval/dev/README.md`` says: never both, or the English original would
-    answer the English question.
-    """
-    dev = shared / "eval" / "dev"
-    folder = work / "crosslingual" / "notes"
-    folder.mkdir(parents=True, exist_ok=True)
-    ids: dict[str, Path] = {}
-    for path in sorted((dev / "notes").glob("*.md")):
-        ja = dev / "notes_ja" / path.name
-        src = ja if ja.is_file() else path
-        dst = folder / path.name
-        if not dst.exists() or dst.read_bytes() != src.read_bytes():
-            shutil.copyfile(src, dst)
-        ids[f"notes/{path.name}"] = dst
-    return ids
+    set: SetRun
 
 
 @dataclass
 class EvalRun:
-    """An indexed eval corpus and its ranked messages."""
+    """Every set's ranked messages."""
 
     settings: Settings
-    project: str
-    ids: dict[str, str]  # stored path -> record id
+    sets: list[SetRun] = field(default_factory=list)
     ranked: list[Ranked] = field(default_factory=list)
-    marks: Callable[[DocumentRecord], str] = field(default=lambda _r: "")
+
+
+def _message(row: Any, group: str, where: str) -> Message:
+    if not isinstance(row, dict) or not isinstance(row.get("text"), str):
+        raise UsageError(f"{where}: not an object with a text")
+    kind = row.get("kind")
+    if kind not in MESSAGE_KINDS:
+        raise UsageError(f"{where}: kind must be one of {', '.join(MESSAGE_KINDS)}, not {kind!r}")
+    expected = row.get("expected") or []
+    if not isinstance(expected, list) or not all(isinstance(e, str) for e in expected):
+        raise UsageError(f"{where}: expected must be a list of record ids")
+    if kind in ("paraphrase", "situational") and not expected:
+        raise UsageError(f"{where}: a {kind} message needs its expected record ids")
+    if kind == "superseded_trap" and not isinstance(row.get("trap"), str):
+        raise UsageError(f"{where}: a superseded_trap message needs its trap record id")
+    return Message(
+        str(row.get("id") or where),
+        row["text"],
+        kind,
+        tuple(expected),
+        str(row.get("trap") or ""),
+        str(row.get("successor") or ""),
+        str(row.get("group") or group),
+        bool(row.get("padded_from")),
+    )
+
+
+def load_messages(folder: Path) -> list[Message]:
+    """The labelled messages of a set; a malformed line is a one-line :class:`UsageError`."""
+    path = folder / MESSAGES
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read the set's messages ({exc})") from None
+    out = []
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as exc:
+            raise UsageError(f"{path}:{n}: not JSON ({exc})") from None
+        out.append(_message(row, folder.name, f"{path}:{n}"))
+    if not out:
+        raise UsageError(f"{path}: no messages")
+    return out
+
+
+def check_set(folder: Path) -> Sources:
+    """The folders of an eval set, as sources of one project; a bad set is a UsageError."""
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: no such eval set folder")
+    parts = {p: (folder / p,) if (folder / p).is_dir() else () for p in PARTS}
+    if not any(parts.values()):
+        raise UsageError(f"{folder}: an eval set needs notes/, rules/, adrs/ or conversations/")
+    if not (folder / MESSAGES).is_file():
+        raise UsageError(f"{folder}: an eval set needs {MESSAGES}")
+    return Sources(
+        parts["notes"], parts["rules"], parts["adrs"], parts["conversations"], str(folder)
+    )
+
+
+def _index_set(
+    settings: Settings, folder: Path, model: Embedder, progress: Progress | None
+) -> Settings:
+    """Index a set into its own store; returns the settings whose state holds it."""
+    folder = folder.absolute()
+    sources = check_set(folder)
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", settings.model).strip("-")
+    tag = hashlib.sha256(str(folder).encode()).hexdigest()[:8]
+    home = settings.home / "eval" / slug / f"{folder.name}-{tag}"
+    set_settings = replace(settings, home=home, discover_claude=False)
+    store = open_store(set_settings.index_dir, model)
+    Indexer(set_settings, store, model).sync(
+        walk(configured_sources(set_settings, sources)), progress
+    )
+    return set_settings
+
+
+def _rank_set(set_settings: Settings, folder: Path, model: Embedder, run: EvalRun) -> None:
+    """Rank every message of a set with :class:`Recall` over the set's store."""
+    folder = folder.absolute()
+    messages = load_messages(folder)
+    recall = Recall(set_settings, model)
+    try:
+        ids = {m["path"]: str(Path(m["path"]).relative_to(folder)) for m in recall.snapshot.meta}
+        one = SetRun(folder.name, project_root(folder), ids, recall.marks.mark_for)
+        run.sets.append(one)
+        for msg in messages:
+            hits = recall.rank(msg.text, None)  # the set's store holds this set alone
+            run.ranked.append(
+                Ranked(msg, hits, [ids.get(h.record.path, h.record.path) for h in hits], one)
+            )
+    finally:
+        recall.close()
 
 
 def prepare(
     settings: Settings,
-    shared: Path,
+    sets: Sequence[Path],
     progress: Progress | None = None,
     embedder: Embedder | None = None,
 ) -> EvalRun:
-    """Index the eval corpus (incrementally, in its own state folder) and rank every message."""
-    from precedents.api import open_store
-
-    slug = re.sub(r"[^A-Za-z0-9]+", "-", settings.model).strip("-")
-    home = settings.home / "eval" / slug
-    work = home / "corpus"
-    project = str(work / PROJECT_NAME)
-    eval_settings = replace(settings, home=home, discover_claude=False)
-    ids = assemble_corpus(shared, work)
-    for root in (project, str(work / "crosslingual")):
-        # Each corpus is its own project even when the state folder sits inside
-        # a git checkout (a project is its git root, SPEC §2).
-        (Path(root) / ".git").mkdir(parents=True, exist_ok=True)
+    """Index every set (incrementally, in its own store) and rank all its messages."""
+    if not sets:
+        raise UsageError("name at least one eval set folder (--set DIR)")
+    for folder in sets:  # every set is checked before any model load or indexing
+        check_set(folder)
+        load_messages(folder)
     model = embedder or load_embedder(settings.model, settings.device)
-    store = open_store(eval_settings, model)
-    sources = configured_sources(
-        eval_settings,
-        notes=[shared / "eval" / "dev" / "notes"],
-        rules=[shared / "eval" / "dev-situational" / "rules"],
-        adrs=[work / "adrs"],
-        project=project,
-    )
-    Indexer(eval_settings, store, model).sync(walk(sources), progress)
-    cross_ids = assemble_crosslingual(shared, work)
-    cross_project = str(work / "crosslingual")
-    cross = configured_sources(
-        eval_settings, notes=[work / "crosslingual" / "notes"], project=cross_project
-    )
-    Indexer(eval_settings, store, model).sync(walk(cross), progress)
-    paths = {str(p): rid for rid, p in ids.items()}
-    paths.update({str(p): rid for rid, p in cross_ids.items()})
-    run = EvalRun(eval_settings, project, paths)
-    recall = Recall(eval_settings, model)
-    try:
-        for msg in load_messages(shared):
-            if msg.kind == "crosslingual":  # its own corpus: notes only, as the set says
-                hits = recall.rank(msg.text, cross_project, kinds=("note",))
-            else:
-                hits = recall.rank(msg.text, project)
-            ranked_ids = [run.ids.get(h.record.path, h.record.path) for h in hits]
-            run.ranked.append(Ranked(msg, hits, ranked_ids))
-        run.marks = recall.marks.mark_for
-    finally:
-        recall.close()
+    run = EvalRun(settings)
+    for folder in sets:
+        set_settings = _index_set(settings, folder, model, progress)
+        _rank_set(set_settings, folder, model, run)
     return run
 
 
@@ -244,34 +235,38 @@ def score(run: EvalRun, thresholds: Thresholds) -> dict[str, Any]:
 
     for r in run.ranked:
         m = r.message
-        selection = select(r.hits, thresholds, run.project)
-        shown = _shown(format_context(selection, run.marks), r.hits, run.ids)
+        selection = select(r.hits, thresholds, r.set.project)
+        shown = _shown(format_context(selection, r.set.marks), r.hits, r.set.ids)
         docs = [i for i, h in zip(r.ids, r.hits, strict=True) if h.record.kind != "conversation"]
-        if m.kind == "paraphrase":
-            add("dev: right note first", bool(docs) and docs[0] in m.expected)
-            add("dev: right note injected", any(e in shown for e in m.expected))
-        elif m.kind == "crosslingual":
-            add("crosslingual: right note first", bool(docs) and docs[0] in m.expected)
-            add("crosslingual: in top 3", any(e in docs[:3] for e in m.expected))
-        elif m.kind == "situational":
-            group = m.expected[0].split("/")[0]
-            top3 = any(e in docs[:3] for e in m.expected)
-            add("situational: in top 3", top3)
-            add("situational: injected", top3 and any(e in shown for e in m.expected))
-            add(f"situational {group}: injected", top3 and any(e in shown for e in m.expected))
-        elif m.kind == "superseded_trap":
-            if m.trap in shown:
-                add("trap: shown with its mark", bool(MARKED.search(shown[m.trap])))
-            add(
-                "trap: not shown unmarked",
-                m.trap not in shown or bool(MARKED.search(shown[m.trap])),
-            )
-            if m.successor:
-                add("trap: successor shown (bonus)", m.successor in shown)
-        elif m.kind == "unrelated":
-            add(f"unrelated ({m.source}): nothing injected", not shown)
-            add("unrelated (all): nothing injected", not shown)
+        _tally(add, m, docs, shown)
     return {k: {"ok": v[0], "n": v[1], "rate": round(v[0] / v[1], 3)} for k, v in tally.items()}
+
+
+def _tally(
+    add: Callable[[str, bool], None], m: Message, docs: list[str], shown: dict[str, str]
+) -> None:
+    """The figures one message counts towards (record ids ranked, lines shown)."""
+    top3 = any(e in docs[:3] for e in m.expected)
+    if m.kind == "paraphrase":
+        add(f"{m.group}: right note first", bool(docs) and docs[0] in m.expected)
+        add(f"{m.group}: in top 3", top3)
+        add(f"{m.group}: right note injected", any(e in shown for e in m.expected))
+    elif m.kind == "situational":
+        group = m.expected[0].split("/")[0]
+        injected = top3 and any(e in shown for e in m.expected)
+        add("situational: in top 3", top3)
+        add("situational: injected", injected)
+        add(f"situational {group}: injected", injected)
+    elif m.kind == "superseded_trap":
+        marked = m.trap in shown and bool(MARKED.search(shown[m.trap]))
+        if m.trap in shown:
+            add("trap: shown with its mark", marked)
+        add("trap: not shown unmarked", m.trap not in shown or marked)
+        if m.successor:
+            add("trap: successor shown (bonus)", m.successor in shown)
+    elif m.kind == "unrelated":
+        add(f"unrelated ({m.group}{', padded' if m.padded else ''}): nothing injected", not shown)
+        add("unrelated (all): nothing injected", not shown)
 
 
 GRID = (

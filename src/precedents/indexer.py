@@ -30,15 +30,25 @@ from precedents.chunking import (
     parse_note,
 )
 from precedents.config import Settings
-from precedents.embedding import Embedder
+from precedents.embedding import Embedder, canonical_model_id, load_embedder
+from precedents.kinds import Kind
 from precedents.secrets import mask_secrets
 from precedents.sources import Problem, SourceFile, Walk
-from precedents.store import DocumentRecord, FileRecord, Store
+from precedents.store import DocumentRecord, FileRecord, LazyStore, Store
 
 log = logging.getLogger("precedents.indexer")
 
 EMBED_BATCH = 64
 Progress = Callable[[int, int, int], None]  # files done, files total, chunks embedded
+
+
+def lazy_store(settings: Settings) -> LazyStore[Embedder]:
+    """The store of ``settings``' model, opened without loading the model when it can be."""
+    return LazyStore(
+        settings.index_dir,
+        canonical_model_id(settings.model),
+        lambda: load_embedder(settings.model, settings.device),
+    )
 
 
 @dataclass
@@ -188,7 +198,7 @@ class Indexer:
         file = FileRecord(path, src.kind, src.project, digest, len(data), len(chunks), time.time())
         return Prepared(file, doc if chunks else None, chunks)
 
-    def _read(self, path: Path, kind: str, report: IndexReport) -> bytes | None:
+    def _read(self, path: Path, kind: Kind, report: IndexReport) -> bytes | None:
         limit, key = (
             (self.settings.max_conversation_bytes, "max_conversation_bytes")
             if kind == "conversation"

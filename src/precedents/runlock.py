@@ -8,9 +8,14 @@ after a crash or a reboot). Pid files are for people and service managers.
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import IO
+
+from precedents.config import ensure_private_dir
+
+log = logging.getLogger("precedents.runlock")
 
 
 class FileLock:
@@ -51,12 +56,54 @@ class FileLock:
             self._fh = None
 
 
-def read_pid(path: Path) -> int | None:
-    """The pid written in ``path``, if it holds one."""
+def read_pid(run_dir: Path, role: str) -> int | None:
+    """The pid written by the process of ``role`` that holds (or held) ``run_dir``."""
     try:
-        return int(path.read_text().strip())
+        return int((run_dir / f"{role}.pid").read_text().strip())
     except (OSError, ValueError):
         return None
+
+
+class Claim:
+    """``run_dir`` claimed for one process of a ``role`` (daemon, watcher, writer).
+
+    The lock ``<role>.lock`` proves the claim; ``<role>.pid`` says who holds it.
+    A pid file found while we hold the lock is stale and is replaced.
+    """
+
+    def __init__(self, run_dir: Path, role: str) -> None:
+        self.run_dir = run_dir
+        self.role = role
+        self.pid_path = run_dir / f"{role}.pid"
+        self._lock = FileLock(run_dir / f"{role}.lock")
+
+    @property
+    def held(self) -> bool:
+        """Whether this object holds the claim."""
+        return self._lock.held
+
+    def holder(self) -> int | None:
+        """The pid of the process that holds (or last held) the claim, if recorded."""
+        return read_pid(self.run_dir, self.role)
+
+    def acquire(self) -> bool:
+        """Take the lock and write our pid (0600); False when another process holds it."""
+        ensure_private_dir(self.run_dir)
+        if not self._lock.acquire():
+            return False
+        stale = self.holder()
+        if stale is not None and stale != os.getpid():
+            log.info("replacing stale %s.pid (pid %d no longer holds it)", self.role, stale)
+        write_private(self.pid_path, f"{os.getpid()}\n")
+        return True
+
+    def release(self) -> None:
+        """Remove the pid file (if it is still ours) and drop the lock."""
+        if not self._lock.held:
+            return
+        if self.holder() == os.getpid():
+            self.pid_path.unlink(missing_ok=True)
+        self._lock.release()
 
 
 def write_private(path: Path, text: str) -> None:

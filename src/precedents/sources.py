@@ -19,6 +19,7 @@ from pathlib import Path
 
 from precedents.config import Settings
 from precedents.errors import UsageError
+from precedents.kinds import Kind
 from precedents.store.schema import SHARED_PROJECT
 
 log = logging.getLogger("precedents.sources")
@@ -35,7 +36,7 @@ JSONL = (".jsonl",)
 class SourceDir:
     """A folder whose files of one kind belong to one project."""
 
-    kind: str
+    kind: Kind
     root: Path
     project: str
     suffix: tuple[str, ...] = (".md",)
@@ -43,11 +44,40 @@ class SourceDir:
 
 
 @dataclass(frozen=True)
+class Sources:
+    """Folders named by the caller (``--notes DIR ...``), all of one ``project``.
+
+    When any folder is named, only these are indexed or watched; when none
+    is, every configured and discovered source is (see :func:`configured_sources`).
+    """
+
+    notes: tuple[Path, ...] = ()
+    rules: tuple[Path, ...] = ()
+    adrs: tuple[Path, ...] = ()
+    conversations: tuple[Path, ...] = ()
+    project: str | None = None  # default: the current directory's project root
+
+    @property
+    def given(self) -> bool:
+        """Whether any folder is named."""
+        return bool(self.notes or self.rules or self.adrs or self.conversations)
+
+    def by_kind(self) -> dict[Kind, tuple[Path, ...]]:
+        """The named folders of each record kind."""
+        return {
+            "note": self.notes,
+            "rule": self.rules,
+            "adr": self.adrs,
+            "conversation": self.conversations,
+        }
+
+
+@dataclass(frozen=True)
 class SourceFile:
     """One file to index."""
 
     path: Path
-    kind: str
+    kind: Kind
     project: str
     root: Path
 
@@ -171,40 +201,15 @@ def claude_sources(claude_dir: Path) -> list[SourceDir]:
     return out
 
 
-def configured_sources(
-    settings: Settings,
-    *,
-    notes: Iterable[Path] = (),
-    rules: Iterable[Path] = (),
-    adrs: Iterable[Path] = (),
-    conversations: Iterable[Path] = (),
-    project: str | None = None,
-) -> list[SourceDir]:
-    """Every source folder: Claude Code's, the config file's, and the ones given here.
+def configured_sources(settings: Settings, given: Sources | None = None) -> list[SourceDir]:
+    """Every source folder: Claude Code's, the config file's, or the ones ``given``.
 
-    Folders given here (the CLI's ``--notes`` etc.) belong to ``project`` (default:
-    the current directory's root) and must exist. When any is given, only they
-    are indexed, so a test or benchmark can index one folder alone.
+    Folders given (the CLI's ``--notes`` etc.) belong to their ``project``
+    (default: the current directory's root) and must exist. When any is given,
+    only they are indexed, so a test or benchmark can index one folder alone.
     """
-    explicit = {
-        "note": list(notes),
-        "rule": list(rules),
-        "adr": list(adrs),
-        "conversation": list(conversations),
-    }
-    if any(explicit.values()):
-        proj = project_root(project) if project else project_root(Path.cwd())
-        out = []
-        for kind, dirs in explicit.items():
-            for d in dirs:
-                if not d.is_dir():
-                    raise UsageError(f"{d}: no such folder")
-                owner = SHARED_PROJECT if kind == "rule" else proj
-                suffix = JSONL if kind == "conversation" else MARKDOWN
-                out.append(
-                    SourceDir(kind, d.absolute(), owner, suffix, recursive=kind != "conversation")
-                )
-        return out
+    if given is not None and given.given:
+        return _given_sources(given)
     out = claude_sources(settings.claude_dir) if settings.discover_claude else []
     for d in settings.notes:
         out.append(SourceDir("note", d, project_root(d), MARKDOWN, recursive=True))
@@ -214,6 +219,21 @@ def configured_sources(
         out.append(SourceDir("conversation", d, project_root(d), JSONL))
     for d in [*settings.adrs, *_repo_adr_dirs(settings.repos)]:
         out.append(SourceDir("adr", d, project_root(d), (".md",), recursive=True))
+    return out
+
+
+def _given_sources(given: Sources) -> list[SourceDir]:
+    proj = project_root(given.project) if given.project else project_root(Path.cwd())
+    out = []
+    for kind, dirs in given.by_kind().items():
+        for d in dirs:
+            if not d.is_dir():
+                raise UsageError(f"{d}: no such folder")
+            owner = SHARED_PROJECT if kind == "rule" else proj
+            suffix = JSONL if kind == "conversation" else MARKDOWN
+            out.append(
+                SourceDir(kind, d.absolute(), owner, suffix, recursive=kind != "conversation")
+            )
     return out
 
 

@@ -24,9 +24,10 @@ import os
 import sys
 import time
 
-from precedents.query_daemon.protocol import (
+from precedents.protocol import (
     EVENT_PROMPT,
     EVENT_SESSION,
+    MIN_PROMPT_CHARS,
     PID_NAME,
     Unavailable,
     ask,
@@ -36,7 +37,6 @@ from precedents.query_daemon.protocol import (
     loads,
 )
 
-MIN_PROMPT_CHARS = 8
 PROMPT_BUDGET_MS = 300.0
 # SessionStart happens once per session and nobody is waiting on a keystroke.
 SESSION_BUDGET_MS = 1000.0

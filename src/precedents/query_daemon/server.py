@@ -36,13 +36,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from precedents import __version__, runlock
-from precedents.config import Settings, ensure_private_dir, private_umask
+from precedents import __version__, protocol, runlock
+from precedents.config import Settings, ensure_private_dir
 from precedents.errors import PrecedentsError, UsageError
-from precedents.query_daemon import protocol
-from precedents.query_daemon.protocol import (
-    LOCK_NAME,
-    PID_NAME,
+from precedents.protocol import (
+    DAEMON_ROLE,
     PORT_NAME,
     PROTOCOL_VERSION,
     SECRET_NAME,
@@ -63,7 +61,7 @@ class DaemonRunning(UsageError):
 
 def read_pid(run: Path) -> int | None:
     """The pid recorded by a daemon in ``run``, if any."""
-    return runlock.read_pid(run / PID_NAME)
+    return runlock.read_pid(run, DAEMON_ROLE)
 
 
 class Daemon:
@@ -85,7 +83,7 @@ class Daemon:
         self.recall: Any = None
         self._stop = threading.Event()
         self._last_question = time.monotonic()
-        self._lock = runlock.FileLock(self.run / LOCK_NAME)
+        self._claimed = runlock.Claim(self.run, DAEMON_ROLE)
         self._sock: socket.socket | None = None
         self._secret: bytes | None = None
         self._owned: list[Path] = []
@@ -94,21 +92,17 @@ class Daemon:
     # -- start and stop ------------------------------------------------------------
 
     def _claim(self) -> None:
-        private_umask()
-        ensure_private_dir(self.run)
-        if not self._lock.acquire():
-            pid = read_pid(self.run)
+        if not self._claimed.acquire():
+            pid = self._claimed.holder()
             raise DaemonRunning(
                 f"a daemon is already running for {self.settings.home}"
                 + (f" (pid {pid})" if pid else "")
             )
-        for name in (SOCKET_NAME, PID_NAME, PORT_NAME, SECRET_NAME):
+        for name in (SOCKET_NAME, PORT_NAME, SECRET_NAME):
             stale = self.run / name
             if stale.exists() or stale.is_symlink():
                 log.info("removing stale %s left by a daemon that died", name)
                 stale.unlink(missing_ok=True)
-        runlock.write_private(self.run / PID_NAME, f"{os.getpid()}\n")
-        self._owned.append(self.run / PID_NAME)
 
     def _bind(self) -> None:
         if self.transport == "tcp":
@@ -141,7 +135,7 @@ class Daemon:
         if self.recall is not None:
             with contextlib.suppress(Exception):
                 self.recall.close()
-        self._lock.release()
+        self._claimed.release()
 
     def stop(self, reason: str = "stopped") -> None:
         """Ask the daemon to exit (from any thread or a signal handler)."""
@@ -187,7 +181,7 @@ class Daemon:
             if self._recall_factory is not None:
                 recall = self._recall_factory(self.settings)
             else:
-                from precedents.query_daemon.recall import Recall
+                from precedents.recall.core import Recall
 
                 recall = Recall(self.settings, batch=True)
         except PrecedentsError as exc:

@@ -1,10 +1,11 @@
-"""The LanceDB store: schema, upsert/delete by content hash, search, compaction.
+"""The LanceDB store: schema, upsert/delete by content hash, compaction, opening.
 
 Knows LanceDB and pyarrow, takes vectors as arrays; imports neither the model
-nor the daemon.
+nor the daemon. Ranking lives in :mod:`precedents.recall`.
 """
 
 from precedents.store.collection import Store
+from precedents.store.opening import LazyStore, VectorModel, open_store
 from precedents.store.schema import (
     KINDS,
     SHARED_PROJECT,
@@ -13,4 +14,14 @@ from precedents.store.schema import (
     FileRecord,
 )
 
-__all__ = ["KINDS", "SHARED_PROJECT", "DocumentHit", "DocumentRecord", "FileRecord", "Store"]
+__all__ = [
+    "KINDS",
+    "SHARED_PROJECT",
+    "DocumentHit",
+    "DocumentRecord",
+    "FileRecord",
+    "LazyStore",
+    "Store",
+    "VectorModel",
+    "open_store",
+]

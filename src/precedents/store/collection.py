@@ -27,15 +27,15 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from precedents.config import ensure_private_dir, private_umask
+from precedents.config import ensure_private_dir
 from precedents.errors import ModelMismatch, StoreError
+from precedents.kinds import Kind
 from precedents.store.schema import (
     CHUNKS,
     FILES,
     FILES_SCHEMA,
     META,
     META_SCHEMA,
-    DocumentHit,
     DocumentRecord,
     FileRecord,
     chunks_schema,
@@ -46,7 +46,6 @@ log = logging.getLogger("precedents.store")
 WRITE_BATCH_ROWS = 1024
 COMPACT_EVERY_COMMITS = 50
 CLEANUP_MARGIN = timedelta(minutes=10)
-_DOC_KINDS = ("note", "rule", "adr")
 # What a search hands back of a chunk row (everything but its text and vector).
 _META_COLUMNS = (
     "doc_id",
@@ -122,7 +121,6 @@ class Store:
         """
         import lancedb
 
-        private_umask()
         self.path = path
         self.model_id = model_id
         self.dimension = dimension
@@ -372,7 +370,7 @@ class Store:
     # -- reading ---------------------------------------------------------------
 
     @_translated
-    def count(self, kind: str | None = None) -> int:
+    def count(self, kind: Kind | None = None) -> int:
         """Chunk rows, of one kind or all."""
         return int(self._chunks.count_rows(f"kind = {_sql_str(kind)}" if kind else None))
 
@@ -405,68 +403,6 @@ class Store:
         matrix = vec_col.values.to_numpy(zero_copy_only=False).reshape(-1, self.dimension)
         meta = arrow.drop_columns(["vector"]).to_pylist()
         return meta, np.ascontiguousarray(matrix, dtype=np.float32)
-
-    @_translated
-    def search(
-        self,
-        vector: NDArray[np.float32],
-        projects: Sequence[str] | None,
-        k: int = 10,
-        kinds: Sequence[str] | None = None,
-    ) -> list[DocumentHit]:
-        """Documents of ``projects`` ranked by their best chunk's cosine similarity.
-
-        Notes, rules and ADRs have at most 6 chunks, so fetching 6×(k+11)
-        chunks is enough for exact ranks down to k+11 (the selection gap uses
-        ranks 2..11). Conversations are searched apart so a long one cannot
-        crowd the documents out.
-        """
-        kinds = list(kinds) if kinds else ["note", "rule", "adr", "conversation"]
-        hits: list[DocumentHit] = []
-        doc_kinds = [kd for kd in kinds if kd in _DOC_KINDS]
-        if doc_kinds:
-            hits += self._search(vector, projects, doc_kinds, 6 * (k + 11))
-        if "conversation" in kinds:
-            hits += self._search(vector, projects, ["conversation"], 200)
-        hits.sort(key=lambda h: -h.score)
-        return hits if k <= 0 else hits[: max(k, 0)]
-
-    def _search(
-        self,
-        vector: NDArray[np.float32],
-        projects: Sequence[str] | None,
-        kinds: Sequence[str],
-        limit: int,
-    ) -> list[DocumentHit]:
-        where = _in_list("kind", kinds)
-        if projects is not None:  # None: every project (`precedents query --all`)
-            where = f"{_in_list('project', projects)} AND {where}"
-        query = (
-            self._chunks.search(
-                np.asarray(vector, dtype=np.float32).reshape(-1), vector_column_name="vector"
-            )
-            .distance_type("cosine")
-            .where(where, prefilter=True)
-            .select([*_META_COLUMNS, "_distance"])
-            .limit(limit)
-        )
-        try:
-            rows = query.to_list()
-        except _LANCE_ERRORS as exc:
-            if "Not found" not in str(exc):
-                raise  # `search` turns it into a StoreError
-            # A compaction removed the version this reader held: look again.
-            self.refresh()
-            rows = query.to_list()
-        best: dict[str, DocumentHit] = {}
-        for row in rows:
-            score = 1.0 - float(row["_distance"])
-            doc_id = row["doc_id"]
-            if doc_id in best and best[doc_id].score >= score:
-                continue
-            record = DocumentRecord.from_row(row)
-            best[doc_id] = DocumentHit(record, score, int(row["chunk_index"]))
-        return list(best.values())
 
     def stamp(self, **values: str) -> None:
         """Record facts such as the last index time in the meta table."""

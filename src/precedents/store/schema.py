@@ -8,6 +8,10 @@ from typing import Any
 
 import pyarrow as pa
 
+from precedents.errors import StoreError
+from precedents.kinds import KINDS as _KINDS
+from precedents.kinds import Kind, is_kind
+
 CHUNKS = "chunks"
 FILES = "files"
 META = "meta"
@@ -15,7 +19,7 @@ META = "meta"
 # Rules are shared by every project; they are stored under this project key.
 SHARED_PROJECT = "*"
 
-KINDS = ("note", "rule", "adr", "conversation")
+KINDS = _KINDS  # re-exported: the store validates rows against it
 
 
 def chunks_schema(dimension: int) -> pa.Schema:
@@ -60,7 +64,7 @@ META_SCHEMA = pa.schema(
 class DocumentRecord:
     """What is known about one indexed document, the same on each of its chunks."""
 
-    kind: str
+    kind: Kind
     project: str
     path: str
     name: str
@@ -76,8 +80,11 @@ class DocumentRecord:
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> DocumentRecord:
         """The document a chunk row (from LanceDB or the daemon's copy) belongs to."""
+        kind = row["kind"]
+        if not is_kind(kind):
+            raise StoreError(f"a row of {row['path']!r} has no known kind ({kind!r})")
         return cls(
-            kind=row["kind"],
+            kind=kind,
             project=row["project"],
             path=row["path"],
             name=row["name"] or "",
@@ -92,7 +99,7 @@ class FileRecord:
     """One row of the file table: what was indexed from a source file, by content hash."""
 
     path: str
-    kind: str
+    kind: Kind
     project: str
     sha256: str
     size: int

@@ -1,6 +1,5 @@
 """The watcher: watchdog observers, debounce, start-up reconcile; hands paths to the indexer."""
 
-from precedents.watcher.core import Watcher, WatchStats, WatchTiming
-from precedents.watcher.pidfile import PID_NAME, WatcherRunning, read_pid
+from precedents.watcher.core import ROLE, Watcher, WatcherRunning, WatchStats, WatchTiming
 
-__all__ = ["PID_NAME", "WatchStats", "WatchTiming", "Watcher", "WatcherRunning", "read_pid"]
+__all__ = ["ROLE", "WatchStats", "WatchTiming", "Watcher", "WatcherRunning"]

@@ -32,22 +32,27 @@ from typing import Any
 
 from watchdog.events import FileSystemEvent
 
+from precedents import runlock
 from precedents.config import Settings
 from precedents.embedding import Embedder
-from precedents.errors import PrecedentsError
-from precedents.indexer import Indexer, IndexReport
-from precedents.sources import SourceDir, SourceFile, configured_sources, walk
+from precedents.errors import PrecedentsError, UsageError
+from precedents.indexer import Indexer, IndexReport, lazy_store
+from precedents.sources import SourceDir, SourceFile, Sources, configured_sources, walk
 from precedents.store import Store
 from precedents.watcher.debounce import Debouncer
 from precedents.watcher.embcache import CachedEmbedder
-from precedents.watcher.pidfile import PidFile
 from precedents.watcher.watches import Watches, may_hold_sources, route, wanted_watches, within
 
 log = logging.getLogger("precedents.watcher")
 
+ROLE = "watcher"  # its claim: run/watcher.lock and run/watcher.pid
 _REDISCOVER: tuple[str, str] = ("rediscover", "")
 _MAX_BACKOFF_S = 60.0
 _LOGGED_PATHS = 5
+
+
+class WatcherRunning(UsageError):
+    """Another watcher already holds this state directory."""
 
 
 @dataclass(frozen=True)
@@ -94,32 +99,22 @@ class Watcher:
         self,
         settings: Settings,
         *,
-        notes: Iterable[Path] = (),
-        rules: Iterable[Path] = (),
-        adrs: Iterable[Path] = (),
-        conversations: Iterable[Path] = (),
-        project: str | None = None,
+        folders: Sources | None = None,
         sources: Sequence[SourceDir] | None = None,
         store: Store | None = None,
         embedder: Embedder | None = None,
         timing: WatchTiming | None = None,
     ) -> None:
-        """Watch ``sources``, or the folders given (like ``reindex --notes ...``), or
+        """Watch ``sources``, or the ``folders`` named (like ``reindex --notes ...``), or
         every configured and discovered source when neither is given.
 
         ``store``/``embedder`` default to the configured ones, opened on :meth:`start`.
         """
         self.settings = settings
         self.timing = timing or WatchTiming()
-        self._explicit = {
-            "notes": list(notes),
-            "rules": list(rules),
-            "adrs": list(adrs),
-            "conversations": list(conversations),
-        }
-        self._project = project
+        self._folders = folders or Sources()
         self._given = list(sources) if sources is not None else None
-        fixed = self._given is not None or any(self._explicit.values())
+        fixed = self._given is not None or self._folders.given
         self._discovering = not fixed and settings.discover_claude
         self._store = store
         self._embedder = embedder
@@ -127,7 +122,7 @@ class Watcher:
         self._indexer: Indexer | None = None
         self._watches = Watches(self._on_event)
         self._debouncer = Debouncer(self.timing.max_wait_s)
-        self._pid = PidFile(settings.run_dir)
+        self._pid = runlock.Claim(settings.run_dir, ROLE)
         self._stopping = threading.Event()
         self._ready = threading.Event()
         self._worker: threading.Thread | None = None
@@ -153,14 +148,17 @@ class Watcher:
         if self._worker is not None:
             raise RuntimeError("this watcher was already started")
         self._sources = tuple(self._discover())  # a missing folder fails before the lock
-        self._pid.acquire()
+        if not self._pid.acquire():
+            pid = self._pid.holder()
+            raise WatcherRunning(
+                f"a watcher is already running for {self.settings.home}"
+                + (f" (pid {pid})" if pid else "")
+            )
         try:
             if self._store is None:
-                from precedents.api import LazyStore
-
-                lazy = LazyStore(self.settings)
+                lazy = lazy_store(self.settings)
                 self._store = lazy.open()
-                load: Callable[[], Embedder] = lazy.embedder
+                load: Callable[[], Embedder] = lazy.model
             else:
                 given = self._embedder
                 if given is None:
@@ -226,12 +224,10 @@ class Watcher:
     def _discover(self) -> list[SourceDir]:
         if self._given is not None:
             return list(self._given)
-        if not self._discovering:
+        if not self._discovering and self._sources:
             # Fixed folders: checked once (a missing one is the user's mistake).
-            if self._sources:
-                return list(self._sources)
-            return configured_sources(self.settings, project=self._project, **self._explicit)
-        return configured_sources(self.settings)
+            return list(self._sources)
+        return configured_sources(self.settings, self._folders)
 
     def _sync_watches(self) -> set[str]:
         claude = self.settings.claude_dir if self._discovering else None

@@ -7,9 +7,13 @@ times faster (measured in bench/hook.py, figures in docs/benchmarks.md). The
 scores are exact cosines (vectors are normalized), so the selection
 thresholds apply unchanged.
 
-The copy is refreshed by :class:`~precedents.query_daemon.recall.Recall` when
+The copy is refreshed by :class:`~precedents.recall.core.Recall` when
 the chunk table's version changes; a snapshot is immutable, so a question
 being answered keeps the snapshot it started with while a new one is built.
+
+This is the only ranking code: the hook (through the daemon), `precedents
+query`, `query --auto`, eval and the MCP server all rank here, so they can
+never order the same question differently.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from precedents.store.schema import DocumentHit, DocumentRecord
+from precedents.kinds import Kind
+from precedents.store import DocumentHit, DocumentRecord, Store
 
 # Enough document ranks for the selection gap (ranks 2..11) and a margin.
 DOC_RANKS = 20
@@ -49,6 +54,16 @@ class VectorSnapshot:
     matrix: NDArray[np.float32]
     _subsets: dict[tuple[str, ...], _Subset] = field(default_factory=dict)
     _lock: Lock = field(default_factory=Lock)
+
+    @classmethod
+    def load(cls, store: Store, projects: Sequence[str] | None = None) -> VectorSnapshot:
+        """Every chunk of ``projects`` (default: every project) as the store holds it now."""
+        version = store.version()
+        wanted = sorted({p for (_, p) in store.counts()}) if projects is None else projects
+        meta, matrix = store.all_vectors(wanted) if wanted else ([], None)
+        if matrix is None:
+            matrix = np.zeros((0, store.dimension), dtype=np.float32)
+        return cls(version=version, meta=meta, matrix=matrix)
 
     @property
     def rows(self) -> int:
@@ -94,7 +109,7 @@ class VectorSnapshot:
         self,
         vector: NDArray[np.float32],
         projects: Sequence[str],
-        kinds: Sequence[str] | None = None,
+        kinds: Sequence[Kind] | None = None,
         doc_ranks: int = DOC_RANKS,
         conversation_ranks: int = CONVERSATION_RANKS,
     ) -> list[DocumentHit]:
@@ -111,7 +126,7 @@ class VectorSnapshot:
         self,
         vectors: NDArray[np.float32],
         projects: Sequence[str],
-        kinds: Sequence[str] | None = None,
+        kinds: Sequence[Kind] | None = None,
         doc_ranks: int = DOC_RANKS,
         conversation_ranks: int = CONVERSATION_RANKS,
     ) -> list[list[DocumentHit]]:
@@ -139,7 +154,7 @@ class VectorSnapshot:
         group: NDArray[np.int64],
         best: NDArray[np.float32],
         limit: int,
-        allowed: set[str] | None,
+        allowed: set[Kind] | None,
     ) -> list[tuple[float, int]]:
         if not len(group) or limit <= 0:
             return []
@@ -167,6 +182,24 @@ class VectorSnapshot:
         m = self.meta[int(sub.rows[local])]
         record = DocumentRecord.from_row(m)
         return DocumentHit(record, float(scores[local]), int(m["chunk_index"]))
+
+
+def search(
+    store: Store,
+    vector: NDArray[np.float32],
+    projects: Sequence[str] | None,
+    k: int = 10,
+    kinds: Sequence[Kind] | None = None,
+) -> list[DocumentHit]:
+    """One ranking straight from a store: the top ``k`` documents of ``projects``.
+
+    For one-off callers (tests, benchmarks) that hold no snapshot; it ranks
+    with :meth:`VectorSnapshot.rank`, like everything else.
+    """
+    snapshot = VectorSnapshot.load(store, projects)
+    keys = sorted({m["project"] for m in snapshot.meta})
+    ranks = max(k, DOC_RANKS)
+    return snapshot.rank(vector, keys, kinds, ranks, max(k, CONVERSATION_RANKS))[:k]
 
 
 EMPTY = VectorSnapshot(version=None, meta=[], matrix=np.zeros((0, 0), dtype=np.float32))

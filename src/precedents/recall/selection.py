@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from precedents.config import Thresholds
+from precedents.kinds import DOCUMENT_KINDS
 from precedents.store.schema import SHARED_PROJECT, DocumentHit
 
 MAX_SHOWN = 3
@@ -38,7 +39,6 @@ MAX_CONVERSATIONS = 1
 NARROW_CAP_BYTES = 1024
 WIDE_CAP_BYTES = 2048
 GAP_RANKS = 10  # ranks 2..11
-DOCUMENT_KINDS = frozenset({"note", "rule", "adr"})
 
 
 @dataclass(frozen=True)

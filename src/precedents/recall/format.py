@@ -27,8 +27,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
-from precedents.query_daemon.protocol import EVENT_PROMPT, HEADER, printed_bytes
-from precedents.query_daemon.selection import Selection
+from precedents.protocol import EVENT_PROMPT, HEADER, printed_bytes
+from precedents.recall.selection import Selection
 from precedents.store.schema import DocumentRecord
 
 ELLIPSIS = "…"

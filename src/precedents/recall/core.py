@@ -11,31 +11,28 @@ from __future__ import annotations
 
 import logging
 import os
-import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from precedents.config import Settings
 from precedents.embedding import Embedder, load_embedder
 from precedents.errors import StoreError
-from precedents.query_daemon.format import LineParts, fit_lines, format_context, line_parts
-from precedents.query_daemon.marks import AdrMarks
-from precedents.query_daemon.protocol import EVENT_SESSION
-from precedents.query_daemon.selection import Selection, select
-from precedents.query_daemon.vectors import EMPTY, VectorSnapshot
+from precedents.kinds import Kind
+from precedents.protocol import EVENT_SESSION, MIN_PROMPT_CHARS
+from precedents.recall.batcher import Batcher, Ranked, Work
+from precedents.recall.format import LineParts, fit_lines, format_context, line_parts
+from precedents.recall.marks import AdrMarks
+from precedents.recall.selection import Selection, select
+from precedents.recall.vectors import DOC_RANKS, EMPTY, VectorSnapshot
 from precedents.sources import project_keys, project_root
 from precedents.store import DocumentHit, DocumentRecord, Store
 
 log = logging.getLogger("precedents.daemon")
 
-MIN_PROMPT_CHARS = 8
 SESSION_CAP_BYTES = 2048
 SESSION_MAX_ADRS = 40
 SESSION_HEADER = (
@@ -65,61 +62,6 @@ class Answer:
         }
 
 
-Work = tuple[str, tuple[str, ...]]  # (prompt, project keys)
-Ranked = tuple[list[DocumentHit], float, float]  # (hits, embed ms, search ms)
-
-
-class _Batcher:
-    """One worker thread that embeds and ranks whatever questions queued up, as one batch.
-
-    The model is not safe to call from many threads at once, and on a small
-    CPU one batch of ten short texts costs far less than ten calls in a row.
-    Ranking runs in the same thread, one matrix product per batch: ten
-    client threads searching at once fought over the GIL and BLAS threads for
-    up to 100 ms each (measured), against ~2 ms for one search alone.
-    """
-
-    def __init__(self, work: Callable[[list[Work]], list[Ranked]]) -> None:
-        self._work = work
-        self._queue: queue.Queue[tuple[Work, Future[Ranked]] | None] = queue.Queue()
-        self._thread = threading.Thread(target=self._run, name="embed", daemon=True)
-        self._thread.start()
-
-    def submit(self, item: Work) -> Ranked:
-        """Rank one question (blocks until its batch is done)."""
-        fut: Future[Ranked] = Future()
-        self._queue.put((item, fut))
-        return fut.result()
-
-    def close(self) -> None:
-        """Stop the worker thread."""
-        self._queue.put(None)
-
-    def _run(self) -> None:
-        while True:
-            first = self._queue.get()
-            if first is None:
-                return
-            batch = [first]
-            while True:
-                try:
-                    nxt = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is None:
-                    self._queue.put(None)
-                    break
-                batch.append(nxt)
-            try:
-                results = self._work([item for item, _ in batch])
-            except Exception as exc:  # handed to every waiting caller
-                for _, fut in batch:
-                    fut.set_exception(exc)
-                continue
-            for (_, fut), result in zip(batch, results, strict=True):
-                fut.set_result(result)
-
-
 def _env_int(name: str, default: int) -> int:
     try:
         return max(int(os.environ.get(name, default)), 1)
@@ -146,12 +88,6 @@ def _daemon_threads(embedder: Embedder) -> None:
     torch.set_num_threads(_env_int("PRECEDENTS_TORCH_THREADS", 1))
 
 
-def _table_version(store: Store) -> Any:
-    # The chunk table's version changes whenever anything searchable changes;
-    # with reader=True it reflects other processes' commits.
-    return store.version()
-
-
 class Recall:
     """The model, the store and the vectors in memory: answers questions."""
 
@@ -167,13 +103,14 @@ class Recall:
         self.thresholds = settings.thresholds_for(self.embedder.model_id)
         self.marks = AdrMarks(settings.cache_dir / "adr")
         self._store: Store | None = None
+        self.store_problem: StoreError | None = None  # why no store could be opened
         self._snapshot: VectorSnapshot = EMPTY
         self._refresh_lock = threading.Lock()
         self._encode_lock = threading.Lock()
-        self._batcher: _Batcher | None = None
+        self._batcher: Batcher | None = None
         if batch:
             _daemon_threads(self.embedder)
-            self._batcher = _Batcher(self._work)
+            self._batcher = Batcher(self._work)
             # The first calls of a fresh model are several times slower (allocator,
             # kernel selection): pay for them now, not on the user's first message.
             for _ in range(3):
@@ -194,7 +131,9 @@ class Recall:
                 )
             except StoreError as exc:
                 log.debug("no usable index yet: %s", exc)
+                self.store_problem = exc
                 return None
+        self.store_problem = None
         return self._store
 
     def refresh(self) -> bool:
@@ -204,12 +143,13 @@ class Recall:
             if store is None:
                 return False
             try:
-                version = _table_version(store)
+                # The chunk table's version changes whenever anything searchable
+                # changes; with reader=True it reflects other processes' commits.
+                version = store.version()
                 if version == self._snapshot.version:
                     return False
                 started = time.perf_counter()
-                projects = sorted({proj for (_, proj) in store.counts()})
-                meta, matrix = store.all_vectors(projects) if projects else ([], None)
+                snapshot = VectorSnapshot.load(store)
             except (OSError, ValueError, RuntimeError, StoreError) as exc:
                 # A compaction may have removed the version we held: look again next time.
                 log.warning("reloading the index failed (%s); retrying", exc)
@@ -218,14 +158,12 @@ class Recall:
                 except Exception:  # the next refresh tries again from scratch
                     self._store = None
                 return False
-            if matrix is None:
-                matrix = np.zeros((0, self.embedder.dimension), dtype=np.float32)
-            self._snapshot = VectorSnapshot(version=version, meta=meta, matrix=matrix)
+            self._snapshot = snapshot
             self.marks.invalidate()
             log.info(
                 "index version %s loaded: %d chunks in %.0f ms",
                 version,
-                len(meta),
+                snapshot.rows,
                 (time.perf_counter() - started) * 1000,
             )
             return True
@@ -266,13 +204,23 @@ class Recall:
         return self._work([(text, keys)])[0]
 
     def rank(
-        self, text: str, project: str, kinds: Sequence[str] | None = None
+        self,
+        text: str,
+        project: str | Path | None,
+        kinds: Sequence[Kind] | None = None,
+        k: int = DOC_RANKS,
     ) -> list[DocumentHit]:
-        """Documents of ``project``'s root (and shared rules) ranked for ``text``."""
-        keys = tuple(project_keys(project_root(project)))
-        if kinds:
-            return self._snapshot.rank(self.embed(text), keys, kinds)
-        return self._ranked(text, keys)[0]
+        """Documents ranked for ``text``: the top ``k`` of ``project``'s root (and shared
+        rules), or of every project when ``project`` is None (`precedents query --all`)."""
+        snapshot = self._snapshot
+        if project is None:
+            keys = tuple(sorted({m["project"] for m in snapshot.meta}))
+        else:
+            keys = tuple(project_keys(project_root(project)))
+        if kinds or k > DOC_RANKS:
+            vector = self.embed(text)
+            return snapshot.rank(vector, keys, kinds, max(k, DOC_RANKS), max(k, 3))[:k]
+        return self._ranked(text, keys)[0][:k]
 
     def context(self, text: str, cwd: str) -> Answer:
         """What the hook injects for a prompt ``text`` typed in ``cwd``."""

@@ -16,6 +16,7 @@ from pathlib import Path
 from threading import Lock
 from typing import Any
 
+from precedents.adr_graph import build_graph
 from precedents.store.schema import DocumentRecord
 
 log = logging.getLogger("precedents.daemon")
@@ -40,8 +41,6 @@ class AdrMarks:
         with self._lock:
             if folder in self._graphs:
                 return self._graphs[folder]
-        from precedents.adr_graph import build_graph
-
         graph = build_graph(folder, self.cache_dir)
         with self._lock:
             self._graphs[folder] = graph

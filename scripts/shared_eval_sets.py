@@ -1,0 +1,137 @@
+"""Lay the repository's shared evaluation data out as `precedents eval` sets.
+
+    python scripts/shared_eval_sets.py [SHARED] [OUT]   (defaults: ../shared, .state/eval-sets)
+
+writes two set folders in the documented format (docs/eval.md, "Eval set
+format") and prints their paths, one per line, for `make eval`:
+
+- ``OUT/dev``: the corpus ``shared/eval/dev-situational/README.md`` describes,
+  as one project (the 150 dev notes, the 152 situational rules and the ADRs of
+  six corpora, keyed as in their ``EXPECTED.json``), with the dev questions
+  and unrelated messages (group ``dev``) and the situational messages
+  (group ``situational``);
+- ``OUT/crosslingual``: the dev notes with the ten that have a Japanese
+  translation replaced by it (never both, as ``eval/dev/README.md`` says),
+  with the English crosslingual questions (group ``crosslingual``).
+
+Files are copied only when they differ, so a re-run re-embeds nothing. This
+script is repository tooling: the installed package never reads ``shared/``.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+# The six corpora the situational README names; alphagov__gsp@50b3a9fa is an
+# older snapshot of gsp and is left out on purpose (two versions of one ADR).
+ADR_CORPORA = (
+    "JabRef__jabref",
+    "alphagov__govuk-aws",
+    "alphagov__gsp",
+    "elastisys__compliantkubernetes",
+    "ministryofjustice__modernisation-platform",
+    "thomvaill__log4brains",
+)
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def _copy(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if not dst.exists() or dst.read_bytes() != src.read_bytes():
+        shutil.copyfile(src, dst)
+
+
+def _write_messages(folder: Path, rows: Iterable[dict[str, Any]]) -> None:
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    path = folder / "messages.jsonl"
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
+
+
+def _prune(folder: Path, keep: set[Path]) -> None:
+    """Remove files a previous run copied that the sets no longer hold."""
+    for path in folder.rglob("*"):
+        if path.is_file() and path not in keep:
+            path.unlink()
+
+
+def dev_set(shared: Path, out: Path) -> Path:
+    """The one-project corpus of the situational README, with dev + situational messages."""
+    folder = out / "dev"
+    kept: set[Path] = set()
+    for note in sorted((shared / "eval" / "dev" / "notes").glob("*.md")):
+        kept.add(folder / "notes" / note.name)
+        _copy(note, folder / "notes" / note.name)
+    for rule in sorted((shared / "eval" / "dev-situational" / "rules").glob("*.mdc")):
+        kept.add(folder / "rules" / rule.name)
+        _copy(rule, folder / "rules" / rule.name)
+    for corpus in ADR_CORPORA:
+        src = shared / "adr-corpora" / corpus
+        expected = json.loads((src / "EXPECTED.json").read_text(encoding="utf-8"))
+        keys = expected.get("records", expected) if isinstance(expected, dict) else {}
+        for rel in keys:
+            if (src / rel).is_file():
+                kept.add(folder / "adrs" / corpus / rel)
+                _copy(src / rel, folder / "adrs" / corpus / rel)
+    _prune(folder, kept | {folder / "messages.jsonl"})
+    dev = shared / "eval" / "dev"
+    rows: list[dict[str, Any]] = []
+    for row in _jsonl(dev / "questions.jsonl") + _jsonl(dev / "unrelated.jsonl"):
+        expected = [f"notes/{e}" for e in row.get("expected", [])]
+        rows.append({**row, "expected": expected, "group": "dev"})
+    for row in _jsonl(shared / "eval" / "dev-situational" / "messages.jsonl"):
+        rows.append({**row, "group": "situational"})
+    _write_messages(folder, rows)
+    return folder
+
+
+def crosslingual_set(shared: Path, out: Path) -> Path:
+    """The dev notes with their Japanese translations in place, and English questions."""
+    dev = shared / "eval" / "dev"
+    folder = out / "crosslingual"
+    kept: set[Path] = set()
+    for path in sorted((dev / "notes").glob("*.md")):
+        ja = dev / "notes_ja" / path.name
+        kept.add(folder / "notes" / path.name)
+        _copy(ja if ja.is_file() else path, folder / "notes" / path.name)
+    _prune(folder, kept | {folder / "messages.jsonl"})
+    rows = [
+        {
+            **row,
+            "kind": "paraphrase",
+            "expected": [f"notes/{e}" for e in row.get("expected", [])],
+            "group": "crosslingual",
+        }
+        for row in _jsonl(dev / "crosslingual.jsonl")
+    ]
+    _write_messages(folder, rows)
+    return folder
+
+
+def assemble(shared: Path, out: Path) -> list[Path]:
+    """Both sets, laid out under ``out``; returns their folders."""
+    if not (shared / "eval" / "dev-situational").is_dir():
+        raise SystemExit(f"{shared}: no eval sets there (expected eval/ and adr-corpora/)")
+    return [dev_set(shared, out), crosslingual_set(shared, out)]
+
+
+def main(argv: list[str]) -> int:
+    """Assemble the sets and print their folders."""
+    shared = Path(argv[1]) if len(argv) > 1 else ROOT.parent / "shared"
+    out = Path(argv[2]) if len(argv) > 2 else ROOT / ".state" / "eval-sets"
+    for folder in assemble(shared, out):
+        print(folder)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

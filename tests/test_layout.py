@@ -1,0 +1,170 @@
+"""The package's shape (SPEC §1): no import cycle anywhere, and dependencies that flow
+one way — sources → chunks → store → recall → daemon, CLI, MCP.
+
+Imports are read from the source with :mod:`ast`, wherever they sit (a
+deferred import inside a function still counts: deferring one is how a cycle
+hides), so these tests need nothing installed and load nothing.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "src" / "precedents"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def imported(name: str) -> Iterator[str]:
+    """The precedents modules ``name`` imports (a submodule when the name is one)."""
+    path = MODULES[name]
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            # `from pkg import submodule` needs the submodule, not the package's
+            # __init__ (which Python runs first for every submodule anyway).
+            subs = [f"{base}.{a.name}" for a in node.names]
+            targets = [t for t in subs if t in MODULES] or [base]
+            if len(targets) < len(subs):
+                targets.append(base)
+        else:
+            continue
+        for target in targets:
+            if target in MODULES and target != name:
+                yield target
+
+
+GRAPH = {name: sorted(set(imported(name))) for name in MODULES}
+
+
+def cycles() -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in GRAPH[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in GRAPH:
+        if v not in index:
+            visit(v)
+    return found
+
+
+def reachable(start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for w in GRAPH[todo.pop()]:
+            if w not in seen:
+                seen.add(w)
+                todo.append(w)
+    return seen
+
+
+def test_the_import_graph_is_read() -> None:
+    # Guards the checks below against a parser that sees nothing.
+    assert "precedents.recall.core" in GRAPH["precedents.recall"]
+    assert "precedents.store.collection" in GRAPH["precedents.recall.vectors"] or (
+        "precedents.store" in GRAPH["precedents.recall.vectors"]
+    )
+
+
+def test_no_import_cycle_anywhere() -> None:
+    assert cycles() == []
+
+
+def test_the_cycle_check_fails_on_a_cycle(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(GRAPH, "precedents.kinds", ["precedents.recall"])
+    assert cycles()  # recall → … → kinds → recall
+
+
+def under(prefix: str) -> list[str]:
+    return [m for m in MODULES if m == prefix or m.startswith(prefix + ".")]
+
+
+@pytest.mark.parametrize(
+    ("layer", "forbidden"),
+    [
+        # The store takes vectors as arrays: it knows neither the model nor the readers.
+        ("precedents.store", ["embedding", "recall", "query_daemon", "cli", "api", "watcher"]),
+        # The ADR graph is standard library (and YAML) only; everything calls it.
+        ("precedents.adr_graph", ["store", "recall", "embedding", "indexer", "cli", "config"]),
+        # The watcher only tells the indexer which paths changed.
+        ("precedents.watcher", ["recall", "query_daemon", "api", "cli"]),
+        ("precedents.recall", ["query_daemon", "cli", "api", "watcher", "indexer"]),
+        ("precedents.indexer", ["recall", "query_daemon", "cli", "api", "watcher"]),
+        ("precedents.query_daemon", ["cli", "api", "watcher", "indexer"]),
+    ],
+)
+def test_dependencies_flow_one_way(layer: str, forbidden: list[str]) -> None:
+    bad = sorted(
+        f"{m} -> {w}"
+        for m in under(layer)
+        for w in reachable(m)
+        if any(w == f"precedents.{f}" or w.startswith(f"precedents.{f}.") for f in forbidden)
+    )
+    assert bad == []
+
+
+def test_nothing_below_the_cli_imports_it() -> None:
+    cli = [m for m in MODULES if m.startswith("precedents.cli")]
+    bad = sorted(f"{m} -> {w}" for m in MODULES if m not in cli for w in GRAPH[m] if w in cli)
+    assert bad == []
+
+
+def test_the_hook_and_protocol_need_only_the_standard_library() -> None:
+    for name in ("precedents.hook", "precedents.protocol"):
+        assert set(GRAPH[name]) <= {"precedents.protocol"}, name
+        tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+        top = {
+            a.name.split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import)
+            for a in node.names
+        } | {
+            (node.module or "").split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and not node.level
+        }
+        assert top - {"precedents"} <= set(sys.stdlib_module_names), name
