@@ -262,6 +262,26 @@ def test_unreadable_and_malformed_degrade_to_unknown(tmp_path: Path) -> None:
     assert "unreadable" in kinds
 
 
+def test_front_matter_value_yaml_cannot_build_is_unreadable_not_a_crash(tmp_path: Path) -> None:
+    # An unquoted impossible date makes PyYAML raise ValueError (not a YAMLError);
+    # it once escaped the parser and stopped the whole folder from building.
+    root = folder(
+        tmp_path,
+        {
+            "0001-bad-date.md": "---\ndate: 2024-02-30\nstatus: accepted\n---\n# 1. A\n",
+            "0002-ok.md": nygard(2, "Fine", "Accepted"),
+        },
+    )
+    g = build_graph(root)
+    rec = g.get("1")
+    assert (rec.status, rec.reason, rec.title) == ("unknown", "unreadable", "A")
+    assert rec.warnings == [
+        "0001-bad-date.md: front matter is not valid YAML (day is out of range for month)"
+    ]
+    assert g.status_of("2") == "live"
+    assert ("unreadable", "0001-bad-date.md") in {(f.kind, f.path) for f in g.check()}
+
+
 def test_declared_only_by_successor_in_prose_and_front_matter(tmp_path: Path) -> None:
     root = folder(
         tmp_path,

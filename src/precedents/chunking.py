@@ -1,6 +1,7 @@
 """Turn notes, rules and ADRs into chunks; turn parsed conversations into chunks.
 
-Pure logic: standard library and PyYAML only, no model, no store.
+Pure logic: standard library and PyYAML only (through :mod:`precedents.markdown`,
+which reads front matter, fences and dates for the ADR graph too), no model, no store.
 
 Chunk rule for documents (SPEC §2), made exact here:
 
@@ -28,14 +29,12 @@ Conversation parsing lives in :mod:`precedents.conversations` (re-exported here)
 
 from __future__ import annotations
 
-import datetime as _dt
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from precedents import markdown
 from precedents.conversations import Conversation, Exchange, parse_conversation
 
 __all__ = [
@@ -91,57 +90,16 @@ def is_memory_index(path: Path) -> bool:
     return path.name.lower() == "memory.md"
 
 
-def _normalize(text: str) -> str:
-    # A BOM would hide the opening "---" of front matter; CR/CRLF would leave "\r" in
-    # every YAML value and heading.
-    text = text.removeprefix("\ufeff")
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
-_FM_OPEN = re.compile(r"---[ \t]*\n")
-_FM_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
-
-
 def _split_front_matter(text: str) -> tuple[dict[str, Any] | None, str, list[str]]:
     """Return (front matter mapping or None, body, warnings).
 
     Any problem with the front matter gives a warning and the whole text as body,
     so nothing the author wrote is lost.
     """
-    opening = _FM_OPEN.match(text)
-    if opening is None:
-        return None, text, []
-    close = _FM_CLOSE.search(text, opening.end())
-    if close is None:
-        return None, text, ["broken front matter: no closing '---' line"]
-    block = text[opening.end() : close.start()]
-    body = text[close.end() :]
-    try:
-        data = yaml.safe_load(block)
-    except yaml.YAMLError as exc:
-        return None, text, [f"broken front matter: {_yaml_error_summary(exc)}"]
-    except Exception as exc:  # deep nesting (RecursionError) and the like: never raise
-        return None, text, [f"broken front matter: {type(exc).__name__}"]
-    if data is None:  # "---\n---": empty front matter is valid, just says nothing
-        return {}, body, []
-    if not isinstance(data, dict):
-        kind = "a list" if isinstance(data, list) else "a scalar"
-        return None, text, [f"broken front matter: YAML is {kind}, not a mapping"]
-    return data, body, []
-
-
-def _yaml_error_summary(exc: yaml.YAMLError) -> str:
-    problem = getattr(exc, "problem", None)
-    mark = getattr(exc, "problem_mark", None)
-    if problem and mark is not None:
-        # +2: the mark counts from 0 inside the block, and the block starts after "---".
-        return f"{problem} (line {mark.line + 2})"
-    first_line = str(exc).strip().splitlines()
-    return first_line[0] if first_line else type(exc).__name__
-
-
-def _one_line(value: str) -> str:
-    return " ".join(value.split())
+    found = markdown.split_front_matter(text)
+    if found.error is not None:
+        return None, text, [f"broken front matter: {found.error}"]
+    return found.data, found.body, []
 
 
 def _field(meta: dict[str, Any], key: str, warnings: list[str]) -> str:
@@ -153,38 +111,31 @@ def _field(meta: dict[str, Any], key: str, warnings: list[str]) -> str:
         if isinstance(value, (dict, list)):
             warnings.append(f"front matter {key!r} is not text; ignored")
             continue
-        text = _one_line(str(value))
+        text = markdown.one_line(str(value))
         if text:
             return text
     return ""
 
 
-_ISO_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
-
-
 def _date_field(meta: dict[str, Any], warnings: list[str]) -> str:
+    """The first of ``date``, ``created``, ``updated`` (top level, then ``metadata:``).
+
+    A value that is no calendar day is a warning, not a date: a wrong date would
+    sort the note wrongly with no sign of why.
+    """
     for key in ("date", "created", "updated"):
         for source in (meta, meta.get("metadata")):
             if not isinstance(source, dict) or source.get(key) is None:
                 continue
             value = source[key]
-            # YAML turns an unquoted 2024-01-05 into a date, with a time into a datetime.
-            if isinstance(value, _dt.datetime):
-                return value.date().isoformat()
-            if isinstance(value, _dt.date):
-                return value.isoformat()
-            found = _ISO_DATE.match(str(value).strip())
-            if found:
-                try:
-                    return _dt.date(*(int(g) for g in found.groups())).isoformat()
-                except ValueError:
-                    pass
+            day = markdown.iso_date(value)
+            if day is not None:
+                return day
             warnings.append(f"front matter {key!r} is not a YYYY-MM-DD date: {str(value)[:40]!r}")
     return ""
 
 
 _HEADING = re.compile(r"#\s+(.*?)(?:\s+#+)?\s*$")
-_FENCE = re.compile(r"(`{3,}|~{3,})")
 _RULE = re.compile(r"(?:[-*_][ \t]*){3,}$")
 
 
@@ -194,51 +145,45 @@ def _heading_and_paragraph(body: str) -> tuple[str, str]:
     Lines inside code fences never count: a ``# comment`` in a shell snippet is not a
     title. Other headings, HTML comments and horizontal rules are not paragraphs.
     """
-    heading = ""
-    paragraph: list[str] = []
-    fence = ""
     lines = body.split("\n")
     # Without a heading the description is the body's first paragraph; with one, the
     # first paragraph after it. Two passes keep that rule simple to read.
-    heading_at = -1
-    for i, line in enumerate(lines):
-        stripped = line.strip()
-        if fence:
-            if stripped.startswith(fence):
-                fence = ""
-            continue
-        opening = _FENCE.match(stripped)
-        if opening:
-            fence = opening.group(1)
+    heading, heading_at = _first_heading(lines)
+    description = markdown.one_line(" ".join(_first_paragraph(lines[heading_at + 1 :])))
+    if len(description) > DERIVED_DESCRIPTION_CHARS:
+        description = description[: DERIVED_DESCRIPTION_CHARS - 1].rstrip() + "…"
+    return heading, description
+
+
+def _first_heading(lines: list[str]) -> tuple[str, int]:
+    """The first level-1 heading outside code fences, one line, and its index; ``("", -1)``."""
+    for i, stripped, opens_fence in markdown.unfenced(lines):
+        if opens_fence:
             continue
         found = _HEADING.fullmatch(stripped)
         if found and found.group(1):
-            heading, heading_at = _one_line(found.group(1)), i
-            break
-    fence = ""
-    for line in lines[heading_at + 1 :]:
-        stripped = line.strip()
-        if fence:
-            if stripped.startswith(fence):
-                fence = ""
-            continue
+            return markdown.one_line(found.group(1)), i
+    return "", -1
+
+
+def _first_paragraph(lines: list[str]) -> list[str]:
+    """The stripped lines of the first plain paragraph: up to a blank line or a non-paragraph.
+
+    A heading, an HTML comment, a horizontal rule or a code fence ends the paragraph
+    (or is skipped before it starts): none of them reads as a description.
+    """
+    paragraph: list[str] = []
+    for _, stripped, opens_fence in markdown.unfenced(lines):
         if not stripped:
             if paragraph:
                 break
             continue
-        opening = _FENCE.match(stripped)
-        skip = stripped.startswith(("#", "<!--")) or _RULE.match(stripped) or opening
-        if skip:
-            if opening:
-                fence = opening.group(1)
+        if opens_fence or stripped.startswith(("#", "<!--")) or _RULE.match(stripped):
             if paragraph:
                 break
             continue
         paragraph.append(stripped)
-    description = _one_line(" ".join(paragraph))
-    if len(description) > DERIVED_DESCRIPTION_CHARS:
-        description = description[: DERIVED_DESCRIPTION_CHARS - 1].rstrip() + "…"
-    return heading, description
+    return paragraph
 
 
 _ADR_SECTION = re.compile(
@@ -277,7 +222,7 @@ def parse_note(text: str, stem: str) -> NoteMeta:
     Broken front matter (unterminated, invalid YAML, not a mapping) is a warning, and
     the whole text is then the body.
     """
-    meta, body, warnings = _split_front_matter(_normalize(text))
+    meta, body, warnings = _split_front_matter(markdown.normalize(text))
     body = body.strip()
     name = description = date = ""
     if meta:

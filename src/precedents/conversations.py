@@ -1,7 +1,8 @@
 """Claude Code transcripts (``~/.claude/projects/<encoded-cwd>/*.jsonl``) -> exchanges.
 
-Pure logic: standard library only. Checked against real transcripts of Claude Code
-1.0.98 to 2.1.293 (``shared/claude-code``).
+Pure logic: standard library and :mod:`precedents.markdown` (one-line text, dates)
+only. Checked against real transcripts of Claude Code 1.0.98 to 2.1.293
+(``shared/claude-code``).
 
 An *exchange* is one real user prompt plus the assistant text that answers it. What
 is a real prompt (SPEC §2): a ``type: "user"`` line whose ``message.content`` is a
@@ -44,6 +45,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from precedents import markdown
+
 __all__ = ["TITLE_CHARS", "Conversation", "Exchange", "parse_conversation"]
 
 TITLE_CHARS = 80
@@ -64,7 +67,6 @@ _NOT_TYPED_PREFIXES = (
     "[Request interrupted by user",
 )
 _INJECTED = re.compile(r"<(system-reminder|ide_[a-z_]+)>.*?</\1>", re.DOTALL)
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 @dataclass(frozen=True)
@@ -195,10 +197,6 @@ def _title_of(line: dict[str, Any]) -> tuple[int, str] | None:
     return (rank, value) if isinstance(value, str) and value.strip() else None
 
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
 def parse_conversation(lines: Iterable[str | bytes], mask: Callable[[str], str]) -> Conversation:
     """Parse every line of one transcript into a :class:`Conversation`. Never raises.
 
@@ -209,81 +207,134 @@ def parse_conversation(lines: Iterable[str | bytes], mask: Callable[[str], str])
     ``sdk`` or ``promptSource: "sdk"`` (``claude -p``, the SDK); otherwise True,
     which covers ``entrypoint: "cli"`` and older files with no entrypoint at all.
     """
-    exchanges: list[Exchange] = []
-    current: _Open | None = None
-    titles: dict[int, str] = {}  # rank -> last title of that kind
-    session_id = cwd = first_timestamp = ""
-    interactive = True
-    seen_uuids: set[str] = set()
-    count = bad = 0
-
-    def close() -> None:
-        nonlocal current
-        if current is not None:
-            answer = mask("\n\n".join(current.blocks)) if current.blocks else ""
-            exchanges.append(Exchange(mask(current.prompt), answer, current.timestamp))
-        current = None
-
+    reader = _Reader(mask)
     for raw in lines:
-        count += 1
+        reader.feed(raw)
+    return reader.finish()
+
+
+@dataclass
+class _Reader:
+    """One transcript read line by line: the open exchange, titles and session facts.
+
+    A reader object rather than one long loop: each kind of line has its own
+    small method, and the state they share is named here.
+    """
+
+    mask: Callable[[str], str]
+    exchanges: list[Exchange] = field(default_factory=list)
+    current: _Open | None = None
+    titles: dict[int, str] = field(default_factory=dict)  # rank -> last title of that kind
+    session_id: str = ""
+    cwd: str = ""
+    first_timestamp: str = ""
+    interactive: bool = True
+    seen_uuids: set[str] = field(default_factory=set)
+    count: int = 0
+    bad: int = 0
+
+    def feed(self, raw: str | bytes) -> None:
+        """Read one line of the file, in order."""
+        self.count += 1
         line = _decode(raw)
         if line is None:
             if not _is_blank(raw):
-                bad += 1
-            continue
-        # A line written twice (same uuid) must not double an answer.
+                self.bad += 1
+            return
+        if self._is_repeat(line):
+            return
+        timestamp = self._note_session(line)
+        ranked = _title_of(line)
+        if ranked is not None:
+            self.titles[ranked[0]] = ranked[1]
+            return
+        kind = line.get("type")
+        if kind == "user":
+            self._on_user(line, timestamp)
+        elif kind == "assistant" and self.current is not None:
+            self._on_assistant(line, self.current)
+
+    def _is_repeat(self, line: dict[str, Any]) -> bool:
+        """A line written twice (same uuid) must not double an answer."""
         uuid = line.get("uuid")
-        if isinstance(uuid, str):
-            if uuid in seen_uuids:
-                continue
-            seen_uuids.add(uuid)
+        if not isinstance(uuid, str):
+            return False
+        if uuid in self.seen_uuids:
+            return True
+        self.seen_uuids.add(uuid)
+        return False
+
+    def _note_session(self, line: dict[str, Any]) -> str:
+        """Session facts any line may carry (sdk or not, id, cwd); returns its timestamp.
+
+        Kept from the first line that has them; one sdk line makes the whole file
+        automated, since such a session is never the person's own conversation.
+        """
         entrypoint = line.get("entrypoint")
         if (isinstance(entrypoint, str) and entrypoint.startswith("sdk")) or line.get(
             "promptSource"
         ) == "sdk":
-            interactive = False
-        session_id = session_id or _str(line.get("sessionId") or line.get("session_id"))
-        cwd = cwd or _str(line.get("cwd"))
+            self.interactive = False
+        self.session_id = self.session_id or _str(line.get("sessionId") or line.get("session_id"))
+        self.cwd = self.cwd or _str(line.get("cwd"))
         timestamp = _str(line.get("timestamp"))
-        first_timestamp = first_timestamp or timestamp
-        ranked = _title_of(line)
-        if ranked is not None:
-            titles[ranked[0]] = ranked[1]
-            continue
-        kind = line.get("type")
-        if kind == "user":
-            prompt = _prompt_text(line)
-            if prompt is not None:
-                close()
-                if prompt:
-                    current = _Open(prompt, timestamp)
-        elif kind == "assistant" and current is not None:
-            for key in _answer_blocks(line):
-                if key not in current.seen:  # the same block re-written in a later line
-                    current.seen.add(key)
-                    current.blocks.append(key[1])
-    close()
+        self.first_timestamp = self.first_timestamp or timestamp
+        return timestamp
 
-    if titles:
-        title = _one_line(mask(titles[min(titles)]))
-    elif exchanges:
-        # The prompt is already masked; cut after masking so no half secret survives.
-        title = _one_line(exchanges[0].prompt)[:TITLE_CHARS].rstrip()
-    else:
-        title = ""
-    stamp = exchanges[0].timestamp if exchanges and exchanges[0].timestamp else first_timestamp
-    date = stamp[:10] if _DATE.match(stamp) else ""
-    return Conversation(
-        session_id=session_id,
-        title=title,
-        date=date,
-        cwd=cwd,
-        interactive=interactive,
-        exchanges=tuple(exchanges),
-        lines=count,
-        bad_lines=bad,
-    )
+    def _on_user(self, line: dict[str, Any], timestamp: str) -> None:
+        """A real prompt opens a new exchange; a slash command only closes the open one."""
+        prompt = _prompt_text(line)
+        if prompt is not None:
+            self.close()
+            if prompt:
+                self.current = _Open(prompt, timestamp)
+
+    @staticmethod
+    def _on_assistant(line: dict[str, Any], current: _Open) -> None:
+        """Answer blocks join the open exchange, each block once."""
+        for key in _answer_blocks(line):
+            if key not in current.seen:  # the same block re-written in a later line
+                current.seen.add(key)
+                current.blocks.append(key[1])
+
+    def close(self) -> None:
+        """End the open exchange, masking prompt and answer now that both are whole."""
+        if self.current is not None:
+            current = self.current
+            answer = self.mask("\n\n".join(current.blocks)) if current.blocks else ""
+            self.exchanges.append(Exchange(self.mask(current.prompt), answer, current.timestamp))
+        self.current = None
+
+    def finish(self) -> Conversation:
+        """Close the last exchange and name the conversation."""
+        self.close()
+        return Conversation(
+            session_id=self.session_id,
+            title=self._title(),
+            date=self._date(),
+            cwd=self.cwd,
+            interactive=self.interactive,
+            exchanges=tuple(self.exchanges),
+            lines=self.count,
+            bad_lines=self.bad,
+        )
+
+    def _title(self) -> str:
+        """The best title line (SPEC order), else the first prompt cut to TITLE_CHARS."""
+        if self.titles:
+            return markdown.one_line(self.mask(self.titles[min(self.titles)]))
+        if self.exchanges:
+            # The prompt is already masked; cut after masking so no half secret survives.
+            return markdown.one_line(self.exchanges[0].prompt)[:TITLE_CHARS].rstrip()
+        return ""
+
+    def _date(self) -> str:
+        """The day of the first exchange, else of the first line with a timestamp."""
+        first = self.exchanges[0].timestamp if self.exchanges else ""
+        stamp = first or self.first_timestamp
+        return stamp[:10] if markdown.ISO_DATE.match(stamp) else ""
 
 
 def _str(value: object) -> str:
+    """``value`` when it is a string, else "" (transcripts are not always well formed)."""
     return value if isinstance(value, str) else ""

@@ -11,15 +11,11 @@ import hashlib
 import os
 import pickle
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from precedents.adr_graph.model import AdrRecord, NonAdr
-
-if TYPE_CHECKING:
-    from precedents.adr_graph.graph import AdrGraph
 
 # Bump when the parser or the rule changes: an old cache must not answer.
 CACHE_VERSION = "adr-graph-1"
@@ -27,7 +23,10 @@ CACHE_VERSION = "adr-graph-1"
 
 @dataclass
 class CachedGraph:
-    """What is stored: everything an :class:`AdrGraph` is built from."""
+    """What is stored: everything a graph is built from (plain data, so it pickles).
+
+    Build one with :meth:`of`, which stamps the current :data:`CACHE_VERSION`.
+    """
 
     version: str
     key: str
@@ -35,6 +34,25 @@ class CachedGraph:
     non_adrs: list[NonAdr]
     warnings: list[str]
     cycles: list[list[str]]
+
+    @classmethod
+    def of(
+        cls,
+        key: str,
+        records: Iterable[AdrRecord],
+        non_adrs: Iterable[NonAdr],
+        warnings: Iterable[str],
+        cycles: Iterable[Iterable[str]],
+    ) -> CachedGraph:
+        """A snapshot of a built graph under ``key``, copied (later edits do not leak in)."""
+        return cls(
+            CACHE_VERSION,
+            key,
+            list(records),
+            list(non_adrs),
+            list(warnings),
+            [list(c) for c in cycles],
+        )
 
 
 def folder_key(blobs: Mapping[str, bytes | None]) -> str:
@@ -78,16 +96,8 @@ def load(cache_dir: Path, folder: Path, key: str) -> CachedGraph | None:
     return data
 
 
-def store(cache_dir: Path, folder: Path, key: str, graph: AdrGraph) -> None:
-    """Write the graph atomically; a cache that cannot be written is simply skipped."""
-    data = CachedGraph(
-        CACHE_VERSION,
-        key,
-        list(graph.records.values()),
-        list(graph.non_adrs),
-        list(graph.warnings),
-        [list(c) for c in graph.cycles],
-    )
+def store(cache_dir: Path, folder: Path, data: CachedGraph) -> None:
+    """Write a built graph atomically; a cache that cannot be written is simply skipped."""
     path = cache_file(cache_dir, folder)
     try:
         # Private, like everything under the state directory (0700 when created here).

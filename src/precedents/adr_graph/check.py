@@ -9,7 +9,8 @@ name no successor, supersessions declared by records not yet accepted.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from precedents.adr_graph.model import (
     DEPRECATED,
@@ -21,73 +22,41 @@ from precedents.adr_graph.model import (
     SUPERSEDED_BY,
     SUPERSEDES,
     UNKNOWN,
+    AdrRecord,
     Finding,
 )
-
-if TYPE_CHECKING:
-    from precedents.adr_graph.graph import AdrGraph
 
 _REPLACED_BY = (SUPERSEDED_BY, PARTIALLY_SUPERSEDED_BY)
 _REPLACES = (SUPERSEDES, PARTIALLY_SUPERSEDES)
 _ACCEPTED = (LIVE, SUPERSEDED, PARTIAL, DEPRECATED)
+_UNKNOWN_KINDS = {
+    "no status": "no_status",
+    "contradictory status declarations": "contradictory",
+    "unreadable": "unreadable",
+}
 
 
-def check(graph: AdrGraph) -> list[Finding]:
-    """Every finding for the folder, errors and warnings, in path order."""
-    out: list[Finding] = []
-    for cycle in graph.cycles:
-        recs = [graph.records[c] for c in cycle]
-        out.append(
-            Finding(
-                "cycle",
-                recs[0].path,
-                "replacement cycle: " + " -> ".join(r.label for r in [*recs, recs[0]]),
-            )
-        )
-    for warning in graph.warnings:
-        if " is also " in warning:
-            out.append(Finding("duplicate_id", warning.split(":", 1)[0], warning))
-    for rec in graph:
-        if rec.status == UNKNOWN and not rec.reason.startswith("replacement cycle"):
-            kind = {
-                "no status": "no_status",
-                "contradictory status declarations": "contradictory",
-                "unreadable": "unreadable",
-            }.get(rec.reason, "no_status")
-            out.append(Finding(kind, rec.path, f"{rec.label}: status unknown ({rec.reason})"))
-        own = [r for r in rec.relations if r["declared_by"] == "self"]
-        for rel in own:
-            if rel.get("link") == "missing":
-                out.append(
-                    Finding(
-                        "dangling_link",
-                        rec.path,
-                        f"{rec.label} {rel['type'].replace('_', ' ')} {rel['target']}, "
-                        "which is not a record of the folder",
-                    )
-                )
-            elif rel.get("link") == "renamed":
-                target = graph.records[rel["id"]]
-                out.append(
-                    Finding(
-                        "renamed_link",
-                        rec.path,
-                        f"{rec.label} links {rel['target']}, which does not exist; "
-                        f"resolved by its number to {target.path}",
-                        "warning",
-                    )
-                )
-            if rel["type"] in _REPLACES and rel["id"] and rec.status not in _ACCEPTED:
-                out.append(
-                    Finding(
-                        "pending_supersession",
-                        rec.path,
-                        f"{rec.label} ({rec.status}) declares it {rel['type'].replace('_', ' ')} "
-                        f"{rel['target']}; it counts once {rec.label} is accepted",
-                        "warning",
-                    )
-                )
-        out.extend(_disagreements(graph, rec.id))
+def check(
+    records: Mapping[str, AdrRecord],
+    warnings: Sequence[str],
+    cycles: Sequence[Sequence[str]],
+) -> list[Finding]:
+    """Every finding for the folder, errors and warnings: folder-wide ones first,
+    then each record's, in path order.
+
+    ``records`` is every record by id, ``warnings`` and ``cycles`` what the
+    build found (a graph's attributes of the same names).
+    """
+    out = _cycle_findings(records, cycles)
+    out.extend(
+        Finding("duplicate_id", warning.split(":", 1)[0], warning)
+        for warning in warnings
+        if " is also " in warning  # the build's wording for two files with one id
+    )
+    for rec in sorted(records.values(), key=lambda r: r.path):
+        out.extend(_status_findings(rec))
+        out.extend(_link_findings(records, rec))
+        out.extend(_disagreements(records, rec))
         if rec.status in (SUPERSEDED, PARTIAL) and not rec.successor_refs:
             out.append(
                 Finding(
@@ -100,67 +69,152 @@ def check(graph: AdrGraph) -> list[Finding]:
     return out
 
 
-def _disagreements(graph: AdrGraph, rid: str) -> list[Finding]:
+def _cycle_findings(
+    records: Mapping[str, AdrRecord], cycles: Sequence[Sequence[str]]
+) -> list[Finding]:
+    """One error per replacement cycle, reported on its first record."""
+    out: list[Finding] = []
+    for cycle in cycles:
+        recs = [records[c] for c in cycle]
+        out.append(
+            Finding(
+                "cycle",
+                recs[0].path,
+                "replacement cycle: " + " -> ".join(r.label for r in [*recs, recs[0]]),
+            )
+        )
+    return out
+
+
+def _status_findings(rec: AdrRecord) -> list[Finding]:
+    """A record with no usable status: CI should make someone write one.
+
+    Records on a cycle are left out: the cycle finding already names them.
+    """
+    if rec.status != UNKNOWN or rec.reason.startswith("replacement cycle"):
+        return []
+    kind = _UNKNOWN_KINDS.get(rec.reason, "no_status")
+    return [Finding(kind, rec.path, f"{rec.label}: status unknown ({rec.reason})")]
+
+
+def _link_findings(records: Mapping[str, AdrRecord], rec: AdrRecord) -> list[Finding]:
+    """What is wrong with the links a record declares itself.
+
+    Dangling links fail the check; a renamed file resolved by its number, or a
+    supersession that counts only once its author is accepted, is worth knowing
+    but is no error.
+    """
+    out: list[Finding] = []
+    for rel in _own(rec.relations):
+        if rel.get("link") == "missing":
+            out.append(
+                Finding(
+                    "dangling_link",
+                    rec.path,
+                    f"{rec.label} {rel['type'].replace('_', ' ')} {rel['target']}, "
+                    "which is not a record of the folder",
+                )
+            )
+        elif rel.get("link") == "renamed":
+            target = records[rel["id"]]
+            out.append(
+                Finding(
+                    "renamed_link",
+                    rec.path,
+                    f"{rec.label} links {rel['target']}, which does not exist; "
+                    f"resolved by its number to {target.path}",
+                    "warning",
+                )
+            )
+        if rel["type"] in _REPLACES and rel["id"] and rec.status not in _ACCEPTED:
+            out.append(
+                Finding(
+                    "pending_supersession",
+                    rec.path,
+                    f"{rec.label} ({rec.status}) declares it {rel['type'].replace('_', ' ')} "
+                    f"{rel['target']}; it counts once {rec.label} is accepted",
+                    "warning",
+                )
+            )
+    return out
+
+
+def _disagreements(records: Mapping[str, AdrRecord], rec: AdrRecord) -> list[Finding]:
     """Where a record and its successor tell different stories."""
-    rec = graph.records[rid]
     out: list[Finding] = []
     if rec.status in (SUPERSEDED, PARTIAL):
         for ref in rec.successor_refs:
-            if ref["kind"] != "record":
-                continue
-            succ = graph.records[ref["id"]]
-            if succ.status not in _ACCEPTED:
-                out.append(
-                    Finding(
-                        "disagreement",
-                        rec.path,
-                        f"{rec.label} is {rec.status.replace('_', ' ')} by {succ.label}, "
-                        f"but {succ.label} is {succ.status} (not accepted)",
-                    )
-                )
-            if rec.component and succ.component and rec.component != succ.component:
-                out.append(
-                    Finding(
-                        "cross_component",
-                        rec.path,
-                        f"{rec.label} ({rec.component}) is replaced by {succ.label} "
-                        f"({succ.component})",
-                    )
-                )
-            back = [
-                r["type"]
-                for r in succ.relations
-                if r["declared_by"] == "self" and r["id"] == rid and r["type"] in _REPLACES
-            ]
-            partial_here = rec.status == PARTIAL
-            if back and (PARTIALLY_SUPERSEDES in back) != partial_here and succ.status in _ACCEPTED:
-                out.append(
-                    Finding(
-                        "disagreement",
-                        rec.path,
-                        f"{rec.label} says it is {rec.status.replace('_', ' ')}, but "
-                        f"{succ.label} says it {back[0].replace('_', ' ')} it",
-                    )
-                )
-    # A successor claims this record, while the record names someone else.
-    named = {
-        r["id"]
-        for r in rec.relations
-        if r["declared_by"] == "self" and r["type"] in _REPLACED_BY and r["id"]
-    }
-    if named:
-        for r in rec.relations:
-            if r["declared_by"] == "self" or r["type"] not in _REPLACED_BY or r["id"] in named:
-                continue
-            claimant = graph.records.get(r["id"] or "")
-            if claimant is not None and claimant.status in _ACCEPTED:
-                names = ", ".join(graph.records[n].label for n in sorted(named))
-                out.append(
-                    Finding(
-                        "disagreement",
-                        rec.path,
-                        f"{claimant.label} declares it supersedes {rec.label}, "
-                        f"but {rec.label} names {names} as its successor",
-                    )
-                )
+            if ref["kind"] == "record":
+                out.extend(_successor_disagreements(rec, records[ref["id"]]))
+    out.extend(_claimant_disagreements(records, rec))
     return out
+
+
+def _successor_disagreements(rec: AdrRecord, succ: AdrRecord) -> list[Finding]:
+    """A superseded record against one successor it resolved to.
+
+    The successor must be accepted, in the same component, and, where it speaks
+    of the record too, agree on whether the replacement is full or partial.
+    """
+    out: list[Finding] = []
+    if succ.status not in _ACCEPTED:
+        out.append(
+            Finding(
+                "disagreement",
+                rec.path,
+                f"{rec.label} is {rec.status.replace('_', ' ')} by {succ.label}, "
+                f"but {succ.label} is {succ.status} (not accepted)",
+            )
+        )
+    if rec.component and succ.component and rec.component != succ.component:
+        out.append(
+            Finding(
+                "cross_component",
+                rec.path,
+                f"{rec.label} ({rec.component}) is replaced by {succ.label} ({succ.component})",
+            )
+        )
+    back = [
+        r["type"]
+        for r in succ.relations
+        if r["declared_by"] == "self" and r["id"] == rec.id and r["type"] in _REPLACES
+    ]
+    partial_here = rec.status == PARTIAL
+    if back and (PARTIALLY_SUPERSEDES in back) != partial_here and succ.status in _ACCEPTED:
+        out.append(
+            Finding(
+                "disagreement",
+                rec.path,
+                f"{rec.label} says it is {rec.status.replace('_', ' ')}, but "
+                f"{succ.label} says it {back[0].replace('_', ' ')} it",
+            )
+        )
+    return out
+
+
+def _claimant_disagreements(records: Mapping[str, AdrRecord], rec: AdrRecord) -> list[Finding]:
+    """An accepted record claims to supersede ``rec``, while ``rec`` names someone else."""
+    named = {r["id"] for r in _own(rec.relations) if r["type"] in _REPLACED_BY and r["id"]}
+    if not named:
+        return []
+    out: list[Finding] = []
+    for r in rec.relations:
+        if r["declared_by"] == "self" or r["type"] not in _REPLACED_BY or r["id"] in named:
+            continue
+        claimant = records.get(r["id"] or "")
+        if claimant is not None and claimant.status in _ACCEPTED:
+            names = ", ".join(records[n].label for n in sorted(named))
+            out.append(
+                Finding(
+                    "disagreement",
+                    rec.path,
+                    f"{claimant.label} declares it supersedes {rec.label}, "
+                    f"but {rec.label} names {names} as its successor",
+                )
+            )
+    return out
+
+
+def _own(relations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The relations a record declares itself (not what others declare of it)."""
+    return [r for r in relations if r["declared_by"] == "self"]

@@ -2,6 +2,10 @@
 
 The CLI, the watcher/indexer and the query daemon all call :func:`build_graph`,
 so their answers cannot disagree.
+
+This is the top of the package: it builds on every other module, and none of
+them imports it (chains, checks and the cache work on plain records), so the
+dependencies run one way.
 """
 
 from __future__ import annotations
@@ -14,9 +18,11 @@ from typing import Any
 
 from precedents.adr_graph import cache as cache_mod
 from precedents.adr_graph import text as tx
+from precedents.adr_graph.chain import chain
+from precedents.adr_graph.check import check
 from precedents.adr_graph.model import AdrRecord, Finding, NonAdr, ParsedAdr, label_for
 from precedents.adr_graph.parse import parse_bytes, unreadable
-from precedents.adr_graph.status import decide
+from precedents.adr_graph.status import Decision, decide
 from precedents.errors import UsageError
 
 ADR_SUFFIXES = (".md", ".markdown")
@@ -123,16 +129,17 @@ class AdrGraph:
         return self.get(ref)
 
     def chain(self, ref: str) -> dict[str, Any]:
-        """``{"current", "history", "sources"}`` from a record to the one in force."""
-        from precedents.adr_graph.chain import chain
+        """``{"current", "history", "sources"}`` from a record to the one in force.
 
-        return chain(self, ref)
+        Raises :class:`UsageError` when ``ref`` names no record, and
+        :class:`precedents.adr_graph.chain.AdrChainError` when no accepted record
+        is current.
+        """
+        return chain(self.records, self.get(ref))
 
     def check(self) -> list[Finding]:
         """Cycles, dangling links, disagreements, cross-component replacements, no status."""
-        from precedents.adr_graph.check import check
-
-        return check(self)
+        return check(self.records, self.warnings, self.cycles)
 
     def find(self, words: Iterable[str]) -> list[AdrRecord]:
         """Records whose title or text contains every word (case-insensitive)."""
@@ -191,11 +198,29 @@ def build_graph(folder: Path, cache_dir: Path | None = None) -> AdrGraph:
             return graph
     graph = _build(folder, blobs, key)
     if cache_dir is not None:
-        cache_mod.store(cache_dir, folder, key, graph)
+        snapshot = cache_mod.CachedGraph.of(
+            key, graph.records.values(), graph.non_adrs, graph.warnings, graph.cycles
+        )
+        cache_mod.store(cache_dir, folder, snapshot)
     return graph
 
 
 def _build(folder: Path, blobs: dict[str, bytes | None], key: str) -> AdrGraph:
+    """Parse every file, apply the rule to the whole folder, and make the records."""
+    parsed, non_adrs, warnings = _parse_all(blobs)
+    verdict = decide(parsed)
+    records = [_record(rid, p, verdict.decisions[rid]) for rid, p in parsed.items()]
+    return AdrGraph(folder, records, non_adrs, warnings, verdict.cycles, key)
+
+
+def _parse_all(
+    blobs: dict[str, bytes | None],
+) -> tuple[dict[str, ParsedAdr], list[NonAdr], list[str]]:
+    """Parsed records by id, the files that are not ADRs, and every warning.
+
+    Two files with one id would hide each other: the second is kept under its
+    path as id, with a warning (`adr check` reports it as a duplicate).
+    """
     parsed: dict[str, ParsedAdr] = {}
     non_adrs: list[NonAdr] = []
     warnings: list[str] = []
@@ -210,38 +235,36 @@ def _build(folder: Path, blobs: dict[str, bytes | None], key: str) -> AdrGraph:
             p.id = name.rsplit(".", 1)[0]
         parsed[p.id] = p
         warnings.extend(p.warnings)
-    verdict = decide(parsed)
-    records: list[AdrRecord] = []
-    for rid, p in parsed.items():
-        d = verdict.decisions[rid]
-        current: str | list[str] | None = (
-            None if not d.current else d.current[0] if len(d.current) == 1 else list(d.current)
-        )
-        records.append(
-            AdrRecord(
-                path=p.path,
-                id=rid,
-                number=p.number,
-                title=p.title,
-                declared_status=p.declared_status,
-                status=d.status,
-                successors=[t.display for t in d.successors],
-                current=current,
-                mark=d.mark,
-                relations=d.relations,
-                component=p.component,
-                date=p.date,
-                implicit=p.implicit,
-                reason=d.reason,
-                warnings=list(p.warnings),
-                text=p.text,
-                successor_refs=[
-                    {"target": t.display, "id": t.id, "kind": t.kind, "label": t.label}
-                    for t in d.successors
-                ],
-            )
-        )
-    return AdrGraph(folder, records, non_adrs, warnings, verdict.cycles, key)
+    return parsed, non_adrs, warnings
+
+
+def _record(rid: str, p: ParsedAdr, d: Decision) -> AdrRecord:
+    """One record as callers see it: what the parser read plus what the rule decided."""
+    current: str | list[str] | None = (
+        None if not d.current else d.current[0] if len(d.current) == 1 else list(d.current)
+    )
+    return AdrRecord(
+        path=p.path,
+        id=rid,
+        number=p.number,
+        title=p.title,
+        declared_status=p.declared_status,
+        status=d.status,
+        successors=[t.display for t in d.successors],
+        current=current,
+        mark=d.mark,
+        relations=d.relations,
+        component=p.component,
+        date=p.date,
+        implicit=p.implicit,
+        reason=d.reason,
+        warnings=list(p.warnings),
+        text=p.text,
+        successor_refs=[
+            {"target": t.display, "id": t.id, "kind": t.kind, "label": t.label}
+            for t in d.successors
+        ],
+    )
 
 
 def _why_not(name: str, data: bytes | None) -> str:

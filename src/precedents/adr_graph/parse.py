@@ -17,6 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from precedents.adr_graph import text as tx
+from precedents.adr_graph.declaration import (
+    ADR_TOKEN,
+    Declaration,
+    classify,
+    status_units,
+    status_word,
+    token_refs,
+)
 from precedents.adr_graph.model import (
     AMENDED_BY,
     AMENDS,
@@ -27,8 +35,6 @@ from precedents.adr_graph.model import (
     PARTIAL,
     PARTIALLY_SUPERSEDED_BY,
     PARTIALLY_SUPERSEDES,
-    PROPOSED,
-    REJECTED,
     SUPERSEDED,
     SUPERSEDED_BY,
     SUPERSEDES,
@@ -42,49 +48,6 @@ from precedents.adr_graph.model import (
     Ref,
 )
 
-# Status words, checked in this order at the start of a status value.
-_WORDS: list[tuple[str, str]] = [
-    (PARTIAL, r"(?:partially|partly)\s+super[sc]eded|super[sc]eded\s+in\s+part"),
-    (REJECTED, r"not\s+accepted|rejected|declined|refused|withdrawn|abandoned|dropped"),
-    (SUPERSEDED, r"super[sc]eded|superseeded|replaced|obsoleted\s+by"),
-    (DEPRECATED, r"deprecated|obsolete|retired|outdated|sunset"),
-    (
-        LIVE,
-        r"accepted|approved|implemented|adopted|agreed|decided|amended|active|done"
-        r"|completed?|in\s+effect|enacted|valid|current|supplemented",
-    ),
-    (
-        PROPOSED,
-        r"proposed|proposal|draft(?:ed)?|in\s+review|under\s+review|reviewing|review"
-        r"|in\s+progress|pending|open|wip|under\s+discussion|discussing|suggested"
-        r"|planned|rfc|new",
-    ),
-]
-_WORD_RE = re.compile("|".join(f"(?P<w{i}>{p})" for i, (_, p) in enumerate(_WORDS)), re.I)
-_WORD_CLASS = [cls for cls, _ in _WORDS]
-
-# Relation keywords inside a status value or a Links line.
-_REL_RE = re.compile(
-    r"\b(?:"
-    r"(?P<psb>(?:partially|partly)\s+super[sc]eded\s+by|super[sc]eded\s+in\s+part\s+by)"
-    r"|(?P<sb>super[sc]eded\s+by|replaced\s+by|obsoleted\s+by)"
-    r"|(?P<ps>(?:partially|partly|in\s+part)\s+super[sc]edes?)"
-    r"|(?P<s>super[sc]edes|replaces|obsoletes)"
-    r"|(?P<ab>amended\s+by)|(?P<a>amends)"
-    r"|(?P<lb>supplemented\s+by)|(?P<l>supplements)"
-    r")\b",
-    re.I,
-)
-_REL_TYPE = {
-    "psb": PARTIALLY_SUPERSEDED_BY,
-    "sb": SUPERSEDED_BY,
-    "ps": PARTIALLY_SUPERSEDES,
-    "s": SUPERSEDES,
-    "ab": AMENDED_BY,
-    "a": AMENDS,
-    "lb": SUPPLEMENTED_BY,
-    "l": SUPPLEMENTS,
-}
 _FM_RELATIONS = {
     "supersedes": SUPERSEDES,
     "superseded_by": SUPERSEDED_BY,
@@ -95,9 +58,7 @@ _FM_RELATIONS = {
     "supplements": SUPPLEMENTS,
     "supplemented_by": SUPPLEMENTED_BY,
 }
-_ADR_TOKEN = r"\badr[-_ #]*\d{1,6}\b"
-_TOKEN_RE = re.compile(_ADR_TOKEN + r"|#\d{1,6}\b", re.I)
-_REF = r"(?:" + tx.LINK_PATTERN + r"|(?P<tok>" + _ADR_TOKEN + r"))"
+_REF = r"(?:" + tx.LINK_PATTERN + r"|(?P<tok>" + ADR_TOKEN + r"))"
 # "This supersedes adr0008", "We decided to supersede [ADR-0011](...)": the
 # successor's own words. Counted by the rule only if that successor is accepted.
 _PROSE_SUPERSEDES = re.compile(r"super[sc]ed(?:es|e)\b[ \t*_]*" + _REF, re.I)
@@ -123,101 +84,11 @@ _TITLE_NUMBER_RE = re.compile(
     r"^(?:adr[-_ #]*(?:\d+|x+|n+)\s*[.:)\-–—]?\s*|\d+\s*[.:)\-–—]\s*)",
     re.I,
 )
-_PLACEHOLDER = "\ue000"
-_TRIM = " \t*_`.,;:()\"'!?"
-
-
-@dataclass
-class Declaration:
-    """What one status value says: a status word, relations, links after the word."""
-
-    cls: str | None
-    relations: list[tuple[str, Ref]] = field(default_factory=list)
-    loose_links: list[Ref] = field(default_factory=list)
-
-
-def _status_word(plain: str) -> str | None:
-    """Class of the status word that opens ``plain``, UNRECOGNISED, or None if empty."""
-    lead = re.sub(r"^[\W\d_]+", "", plain)
-    if not lead:
-        return None
-    m = _WORD_RE.match(lead)
-    if m and (m.end() == len(lead) or not lead[m.end()].isalnum()):
-        return _WORD_CLASS[int((m.lastgroup or "w0")[1:])]
-    return UNRECOGNISED
-
-
-def _token_refs(segment: str) -> list[Ref]:
-    """Bare references in text with no link: ``ADR-0005``, ``adr0008``, else the text itself."""
-    found = [Ref("token", m.group(0), m.group(0)) for m in _TOKEN_RE.finditer(segment)]
-    if found:
-        return found
-    cleaned = re.sub(r"^(?:and|&|or)\s+|\s+(?:and|&|or)$", "", segment.strip(_TRIM)).strip(_TRIM)
-    if cleaned and len(cleaned) <= 120:
-        return [Ref("token", cleaned, cleaned)]
-    return []
-
-
-def classify(value: str, rel_dir: str) -> Declaration:
-    """Read one status value: ``Accepted, amended by [X](x.md)``, ``superseded by ADR-5``..."""
-    links: list[Ref] = []
-
-    def _hold(m: re.Match[str]) -> str:
-        links.append(tx.make_ref(m.group("href"), m.group("ltext"), rel_dir))
-        return f" {_PLACEHOLDER}{len(links) - 1}{_PLACEHOLDER} "
-
-    plain = tx.LINK_RE.sub(_hold, value)
-    # An unfilled template lists the choices: "Accepted | Pending | Superseded by".
-    if (
-        "|" in plain
-        and sum(_status_word(p) not in (None, UNRECOGNISED) for p in plain.split("|")) > 1
-    ):
-        return Declaration(TEMPLATE)
-    matches = list(_REL_RE.finditer(plain))
-    head = plain[: matches[0].start()] if matches else plain
-    cls = _status_word(head)
-    decl = Declaration(cls)
-    if cls is None and matches:
-        kind = matches[0].lastgroup
-        decl.cls = SUPERSEDED if kind == "sb" else PARTIAL if kind == "psb" else None
-    for i, m in enumerate(matches):
-        end = matches[i + 1].start() if i + 1 < len(matches) else len(plain)
-        segment = plain[m.end() : end]
-        refs = [links[int(n)] for n in re.findall(f"{_PLACEHOLDER}(\\d+){_PLACEHOLDER}", segment)]
-        if not refs:
-            refs = _token_refs(re.sub(f"{_PLACEHOLDER}\\d+{_PLACEHOLDER}", " ", segment))
-        decl.relations.extend((_REL_TYPE[m.lastgroup or "sb"], r) for r in refs)
-    if cls in (SUPERSEDED, PARTIAL):
-        # "⌛️ Superseded [0019](0019-x.md)": a link right after the word, no "by".
-        decl.loose_links = [
-            links[int(n)] for n in re.findall(f"{_PLACEHOLDER}(\\d+){_PLACEHOLDER}", head)
-        ]
-    return decl
-
-
-def _units(lines: list[str]) -> list[str]:
-    """Status-section lines grouped: a line that opens with a status word or relation
-    starts a new unit; any other line continues the one before; blank lines split."""
-    units: list[str] = []
-    fresh = True
-    for raw in lines:
-        line = raw.strip()
-        if not line:
-            fresh = True
-            continue
-        line = re.sub(r"^[-*+]\s+", "", line)
-        opens = _REL_RE.match(re.sub(r"^[\W\d_]+", "", line)) is not None or _status_word(
-            line
-        ) not in (None, UNRECOGNISED)
-        if fresh or opens or not units:
-            units.append(line)
-        else:
-            units[-1] += " " + line
-        fresh = False
-    return units
 
 
 def _is_status_heading(text: str) -> tuple[bool, str]:
+    """Whether a heading opens a Status section, and the value written in it
+    (``## Status: Accepted``)."""
     bare = text.strip().strip("*_").strip()
     low = bare.lower()
     if low in ("status", "decision status", "current status"):
@@ -230,7 +101,7 @@ def _is_status_heading(text: str) -> tuple[bool, str]:
 def _strip_title(title: str) -> str:
     """Title without its number prefix ("3. ", "ADR031: ") or a bracketed status prefix."""
     t = title.strip()
-    if t.startswith("[") and _status_word(t[1:40]) not in (None, UNRECOGNISED):
+    if t.startswith("[") and status_word(t[1:40]) not in (None, UNRECOGNISED):
         depth = 0
         for i, ch in enumerate(t):
             depth += ch == "["
@@ -242,6 +113,7 @@ def _strip_title(title: str) -> str:
 
 
 def _fm_values(value: Any) -> list[str]:
+    """A front matter value as a list of strings (a key may hold one value or a list)."""
     if value is None:
         return []
     if isinstance(value, list):
@@ -286,150 +158,60 @@ def parse_text(text: str, rel_path: str) -> ParsedAdr | None:
     """Parse the text of one file (already decoded); see :func:`parse_file`."""
     try:
         return _parse(text, rel_path)
-    except RecursionError:  # pathological nesting; degrade, never crash
+    except RecursionError:  # pathological nesting (front matter); degrade, never crash
         return unreadable(rel_path, "too deeply nested to read")
 
 
-def _parse(text: str, rel_path: str) -> ParsedAdr | None:
-    rel_dir = rel_path.rsplit("/", 1)[0] if "/" in rel_path else ""
-    warnings: list[str] = []
-    fm, body, fm_error = tx.split_front_matter(text)
-    if fm_error:
-        warnings.append(f"{rel_path}: {fm_error}")
-    rid, number = tx.file_id(rel_path)
-    if fm and fm.get("id") is not None and rid is None:
-        rid = str(fm["id"]).strip()
-        number = tx.number_of(rid)
-        if number is not None:
-            rid = re.sub(r"^\D*", "", rid)
+@dataclass
+class _Reading:
+    """What the reading phases of :func:`_parse` gather from one record.
 
+    Each phase reads one place a record can declare something (front matter,
+    preamble lines, Status and Links sections, prose) and adds to this, in
+    that order: the order decides which declaration is "the first as written".
+    """
+
+    rel_path: str
+    rel_dir: str  # the file's folder, relative to the graph folder ("" at the top)
+    decls: list[tuple[str, Declaration]] = field(default_factory=list)
+    relations: list[RawRelation] = field(default_factory=list)
+    fallback: list[Ref] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    date: str | None = None
+    component: str | None = None
+    is_madr: bool = False
+
+    def declare(self, value: str) -> None:
+        """Add a status value, unless the same words were already declared elsewhere."""
+        if not any(d[0] == value for d in self.decls):
+            self.decls.append((value, classify(value, self.rel_dir)))
+
+    def links(self, value: str) -> list[Ref]:
+        """Every Markdown link in ``value``, as references."""
+        return [
+            tx.make_ref(m.group("href"), m.group("ltext"), self.rel_dir)
+            for m in tx.LINK_RE.finditer(value)
+        ]
+
+
+def _parse(text: str, rel_path: str) -> ParsedAdr | None:
+    """Read one record in phases; see :func:`parse_file`."""
+    reading = _Reading(rel_path, rel_path.rsplit("/", 1)[0] if "/" in rel_path else "")
+    fm, body, fm_error = tx.read_front_matter(text)
+    if fm_error:
+        reading.warnings.append(f"{rel_path}: {fm_error}")
+    rid, number = _identity(rel_path, fm)
     clean = tx.strip_comments(body)
     lines = clean.split("\n")
     headings, fenced = tx.scan(lines)
-
-    h1 = next((h for h in headings if h.level == 1), None)
-    title = _strip_title(h1.text) if h1 else ""
-    if not title and fm and isinstance(fm.get("title"), str):
-        title = fm["title"].strip()
-    if not title:
-        title = rel_path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-
-    # Declarations, each a source of its own: front matter, preamble line, section.
-    decls: list[tuple[str, Declaration]] = []
-    fallback: list[Ref] = []
-    relations: list[RawRelation] = []
-    date = component = None
-    is_madr = False
+    title = _title(headings, fm, rel_path)
     if fm:
-        for key in ("status", "adr_status", "state"):
-            values = _fm_values(fm.get(key))
-            if values:
-                decls.append((values[0], classify(values[0], rel_dir)))
-                break
-        for key, value in fm.items():
-            rel_type = _FM_RELATIONS.get(key.replace("-", "_"))
-            if rel_type is None:
-                continue
-            for item in _fm_values(value):
-                refs = [
-                    tx.make_ref(m.group("href"), m.group("ltext"), rel_dir)
-                    for m in tx.LINK_RE.finditer(item)
-                ] or _token_refs(item)
-                relations.extend(RawRelation(rel_type, r, "front_matter") for r in refs)
-        date = tx.clean_date(fm.get("date"))
-        comp = fm.get("component")
-        component = str(comp).strip() if comp not in (None, "") else None
-        is_madr = any(k in fm for k in ("deciders", "decision-makers", "decision_makers"))
-
-    first_h2 = next((h.line for h in headings if h.level >= 2), len(lines))
-    start = h1.line + 1 if h1 and h1.line < first_h2 else 0
-    for i in range(start, first_h2):
-        if i in fenced:
-            continue
-        m = _FIELD_RE.match(lines[i])
-        if not m:
-            continue
-        key, value = m.group("key").lower(), m.group("value").strip()
-        if key == "status" and value and not any(d[0] == value for d in decls):
-            decls.append((value, classify(value, rel_dir)))
-        elif key == "date" and date is None:
-            date = tx.clean_date(value)
-        elif key == "component" and component is None and value:
-            component = value
-        elif key in ("deciders", "decision-makers", "decision makers"):
-            is_madr = True
-
-    for n, h in enumerate(headings):
-        is_status, inline = _is_status_heading(h.text)
-        is_links = h.text.strip().lower() in ("links", "related decisions", "related adrs")
-        if _MADR_HEADINGS.match(h.text.strip()):
-            is_madr = True
-        if not (is_status or is_links) or h.level == 1:
-            continue
-        end = headings[n + 1].line if n + 1 < len(headings) else len(lines)
-        section = [
-            ln for i, ln in enumerate(lines[h.line + 1 : end], h.line + 1) if i not in fenced
-        ]
-        units = ([inline] if inline else []) + _units(section)
-        if is_links:
-            for unit in units:
-                for rel_type, ref in classify(unit, rel_dir).relations:
-                    relations.append(RawRelation(rel_type, ref, "links"))
-            continue
-        if (
-            is_status
-            and len(units) >= 4
-            and len({classify(u, rel_dir).cls for u in units} - {None, UNRECOGNISED}) >= 4
-        ):
-            # A list of every status word is a legend or a template, not a status.
-            decls.append(("\n".join(units), Declaration(TEMPLATE)))
-        elif is_status and units and not any(d[0] == units[0] for d in decls):
-            decls.append((units[0], classify(units[0], rel_dir)))
-            for unit in units[1:]:
-                later = classify(unit, rel_dir)
-                # Later lines carry relations ("Amended by ...") and a later stage of
-                # the lifecycle ("Superseded by ..." under an old "Accepted").
-                if later.cls in (SUPERSEDED, PARTIAL, DEPRECATED):
-                    decls.append((unit, later))
-                else:
-                    relations.extend(RawRelation(t, r, "status") for t, r in later.relations)
-                    fallback.extend(
-                        tx.make_ref(m.group("href"), m.group("ltext"), rel_dir)
-                        for m in tx.LINK_RE.finditer(unit)
-                    )
-
-    for _, decl in decls:
-        relations.extend(RawRelation(t, r, "status") for t, r in decl.relations)
-        if decl.loose_links:
-            kind = PARTIALLY_SUPERSEDED_BY if decl.cls == PARTIAL else SUPERSEDED_BY
-            relations.extend(RawRelation(kind, r, "status") for r in decl.loose_links)
-
-    prose = "\n".join(ln for i, ln in enumerate(lines) if i not in fenced) if fenced else clean
-    low = prose.lower()
-    # str.find is far faster than a case-insensitive regex; most records never
-    # mention supersession, so gate the regex on a plain substring test.
-    hits = _SUPER_RE.finditer(prose) if "supersed" in low or "superced" in low else ()
-    for hit in hits:
-        at = hit.start()
-        m = _PROSE_SUPERSEDES.match(prose, at)
-        if m is not None:
-            before = prose[max(0, at - 30) : at]
-            if _NEGATION_RE.search(before):
-                continue
-            kind = PARTIALLY_SUPERSEDES if _PARTIAL_BEFORE.search(before) else SUPERSEDES
-            relations.append(RawRelation(kind, _prose_ref(m, rel_dir), "prose"))
-            continue
-        m = _PROSE_SUPERSEDED_BY.match(prose, at)
-        if m is not None:
-            fallback.append(_prose_ref(m, rel_dir))
-
-    cls, declared = _merge(decls, rel_path, warnings)
-    implicit = False
-    if cls == NO_STATUS and is_madr:
-        # MADR makes the status optional; a record without one is in force.
-        cls, implicit = LIVE, True
-    if fm_error:
-        cls = UNREADABLE
+        _read_front_matter(fm, reading)
+    _read_preamble(lines, headings, fenced, reading)
+    _read_sections(lines, headings, fenced, reading)
+    _read_declared_relations(reading)
+    _read_prose(clean, lines, fenced, reading)
+    cls, declared, implicit = _declared_class(reading, broken=fm_error is not None)
     if rid is None:
         # No number and no id: an ADR only if it declares a real status.
         if cls in (NO_STATUS, TEMPLATE, UNRECOGNISED, UNREADABLE) or implicit:
@@ -443,16 +225,204 @@ def _parse(text: str, rel_path: str) -> ParsedAdr | None:
         declared_status=declared,
         declared_class=cls,
         implicit=implicit,
-        relations=_dedupe(relations),
-        fallback_successors=fallback,
-        date=date,
-        component=component,
+        relations=_dedupe(reading.relations),
+        fallback_successors=reading.fallback,
+        date=reading.date,
+        component=reading.component,
         text=text,
-        warnings=warnings,
+        warnings=reading.warnings,
     )
 
 
+def _identity(rel_path: str, fm: dict[str, Any] | None) -> tuple[str | None, int | None]:
+    """Id and number: from the file name, else from front matter ``id:``.
+
+    The file name wins: it is what links to the record are written with.
+    """
+    rid, number = tx.file_id(rel_path)
+    if fm and fm.get("id") is not None and rid is None:
+        rid = str(fm["id"]).strip()
+        number = tx.number_of(rid)
+        if number is not None:
+            rid = re.sub(r"^\D*", "", rid)
+    return rid, number
+
+
+def _title(headings: list[tx.Heading], fm: dict[str, Any] | None, rel_path: str) -> str:
+    """The first level-1 heading (number prefix dropped), else front matter ``title:``,
+    else the file's stem: a record always has something to be shown as."""
+    h1 = next((h for h in headings if h.level == 1), None)
+    title = _strip_title(h1.text) if h1 else ""
+    if not title and fm and isinstance(fm.get("title"), str):
+        title = fm["title"].strip()
+    return title or rel_path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+
+
+def _read_front_matter(fm: dict[str, Any], reading: _Reading) -> None:
+    """MADR 3/4 and log4brains front matter: status, relation keys, date, component.
+
+    Read first, so a front matter status is the one "as written" when the body
+    says something else too.
+    """
+    for key in ("status", "adr_status", "state"):
+        values = _fm_values(fm.get(key))
+        if values:
+            reading.decls.append((values[0], classify(values[0], reading.rel_dir)))
+            break
+    for key, value in fm.items():
+        rel_type = _FM_RELATIONS.get(key.replace("-", "_"))
+        if rel_type is None:
+            continue
+        for item in _fm_values(value):
+            refs = reading.links(item) or token_refs(item)
+            reading.relations.extend(RawRelation(rel_type, r, "front_matter") for r in refs)
+    reading.date = tx.clean_date(fm.get("date"))
+    comp = fm.get("component")
+    reading.component = str(comp).strip() if comp not in (None, "") else None
+    reading.is_madr = any(k in fm for k in ("deciders", "decision-makers", "decision_makers"))
+
+
+def _read_preamble(
+    lines: list[str], headings: list[tx.Heading], fenced: set[int], reading: _Reading
+) -> None:
+    """``Status: X`` / ``- Date: Y`` lines between the title and the first section.
+
+    MADR 2 and log4brains write the status as such a bullet; a field under a later
+    heading is prose, not a declaration, so only the preamble is read.
+    """
+    h1 = next((h for h in headings if h.level == 1), None)
+    first_h2 = next((h.line for h in headings if h.level >= 2), len(lines))
+    start = h1.line + 1 if h1 and h1.line < first_h2 else 0
+    for i in range(start, first_h2):
+        if i in fenced:
+            continue
+        m = _FIELD_RE.match(lines[i])
+        if not m:
+            continue
+        key, value = m.group("key").lower(), m.group("value").strip()
+        if key == "status" and value:
+            reading.declare(value)
+        elif key == "date" and reading.date is None:
+            reading.date = tx.clean_date(value)
+        elif key == "component" and reading.component is None and value:
+            reading.component = value
+        elif key in ("deciders", "decision-makers", "decision makers"):
+            reading.is_madr = True
+
+
+def _read_sections(
+    lines: list[str], headings: list[tx.Heading], fenced: set[int], reading: _Reading
+) -> None:
+    """``## Status`` and ``## Links`` sections (Nygard, adr-tools, log4brains).
+
+    Also notes MADR's own section names: a MADR record may leave out its status.
+    """
+    for n, h in enumerate(headings):
+        is_status, inline = _is_status_heading(h.text)
+        is_links = h.text.strip().lower() in ("links", "related decisions", "related adrs")
+        if _MADR_HEADINGS.match(h.text.strip()):
+            reading.is_madr = True
+        if not (is_status or is_links) or h.level == 1:
+            continue
+        end = headings[n + 1].line if n + 1 < len(headings) else len(lines)
+        section = [
+            ln for i, ln in enumerate(lines[h.line + 1 : end], h.line + 1) if i not in fenced
+        ]
+        units = ([inline] if inline else []) + status_units(section)
+        if is_links:
+            for unit in units:
+                for rel_type, ref in classify(unit, reading.rel_dir).relations:
+                    reading.relations.append(RawRelation(rel_type, ref, "links"))
+        else:
+            _read_status_section(units, reading)
+
+
+def _read_status_section(units: list[str], reading: _Reading) -> None:
+    """The first unit of a Status section is a declaration; later units may be too.
+
+    adr-tools appends ``Superseded by ...`` under the old ``Accepted`` line, so a
+    later unit that names a later stage of the lifecycle is a declaration of its
+    own; any other later unit only carries relations (``Amended by ...``) and
+    links that may name a successor.
+    """
+    if len(units) >= 4 and len(_classes(units, reading.rel_dir)) >= 4:
+        # A list of every status word is a legend or a template, not a status.
+        reading.decls.append(("\n".join(units), Declaration(TEMPLATE)))
+        return
+    if not units or any(d[0] == units[0] for d in reading.decls):
+        return
+    reading.declare(units[0])
+    for unit in units[1:]:
+        later = classify(unit, reading.rel_dir)
+        if later.cls in (SUPERSEDED, PARTIAL, DEPRECATED):
+            reading.decls.append((unit, later))
+        else:
+            reading.relations.extend(RawRelation(t, r, "status") for t, r in later.relations)
+            reading.fallback.extend(reading.links(unit))
+
+
+def _classes(units: list[str], rel_dir: str) -> set[str]:
+    """The distinct status classes a list of status values names."""
+    found = (classify(u, rel_dir).cls for u in units)
+    return {c for c in found if c is not None and c != UNRECOGNISED}
+
+
+def _read_declared_relations(reading: _Reading) -> None:
+    """Relations named inside the status declarations, and links right after the word.
+
+    ``⌛️ Superseded [0019](0019-x.md)`` has no "by": the link is the successor.
+    """
+    for _, decl in reading.decls:
+        reading.relations.extend(RawRelation(t, r, "status") for t, r in decl.relations)
+        if decl.loose_links:
+            kind = PARTIALLY_SUPERSEDED_BY if decl.cls == PARTIAL else SUPERSEDED_BY
+            reading.relations.extend(RawRelation(kind, r, "status") for r in decl.loose_links)
+
+
+def _read_prose(clean: str, lines: list[str], fenced: set[int], reading: _Reading) -> None:
+    """Supersession in the body's own words ("This supersedes ADR-0008"), outside fences.
+
+    The successor's own words count (if it is accepted: the rule decides); a
+    "superseded by [X]" sentence is kept only as a fallback successor.
+    """
+    prose = "\n".join(ln for i, ln in enumerate(lines) if i not in fenced) if fenced else clean
+    low = prose.lower()
+    # str.find is far faster than a case-insensitive regex; most records never
+    # mention supersession, so gate the regex on a plain substring test.
+    hits = _SUPER_RE.finditer(prose) if "supersed" in low or "superced" in low else ()
+    for hit in hits:
+        at = hit.start()
+        m = _PROSE_SUPERSEDES.match(prose, at)
+        if m is not None:
+            before = prose[max(0, at - 30) : at]
+            if _NEGATION_RE.search(before):
+                continue
+            kind = PARTIALLY_SUPERSEDES if _PARTIAL_BEFORE.search(before) else SUPERSEDES
+            reading.relations.append(RawRelation(kind, _prose_ref(m, reading.rel_dir), "prose"))
+            continue
+        m = _PROSE_SUPERSEDED_BY.match(prose, at)
+        if m is not None:
+            reading.fallback.append(_prose_ref(m, reading.rel_dir))
+
+
+def _declared_class(reading: _Reading, broken: bool) -> tuple[str, str | None, bool]:
+    """``(declared class, first declaration as written, implicit)``.
+
+    A MADR record with no status is live by convention (implicit); broken front
+    matter makes the whole record unreadable, since its status may be in it.
+    """
+    cls, declared = _merge(reading.decls, reading.rel_path, reading.warnings)
+    implicit = False
+    if cls == NO_STATUS and reading.is_madr:
+        # MADR makes the status optional; a record without one is in force.
+        cls, implicit = LIVE, True
+    if broken:
+        cls = UNREADABLE
+    return cls, declared, implicit
+
+
 def _prose_ref(m: re.Match[str], rel_dir: str) -> Ref:
+    """The reference a prose pattern matched: a bare ADR token or a link."""
     if m.group("tok"):
         return Ref("token", m.group("tok"), m.group("tok"))
     return tx.make_ref(m.group("href"), m.group("ltext"), rel_dir)
@@ -486,6 +456,7 @@ def _merge(
 
 
 def _dedupe(relations: list[RawRelation]) -> list[RawRelation]:
+    """Each relation once (front matter and body often say the same), first kept."""
     seen: set[tuple[str, str, str]] = set()
     out: list[RawRelation] = []
     for r in relations:

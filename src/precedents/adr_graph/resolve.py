@@ -12,14 +12,17 @@ import re
 from collections import defaultdict
 from collections.abc import Mapping
 
+from precedents import markdown
 from precedents.adr_graph import text as tx
 from precedents.adr_graph.model import ParsedAdr, Ref, Target, label_for
 
 _TEXT_NUMBER_RE = re.compile(r"^\s*(?:adr)?[-_ #]*(\d{1,6})\b", re.I)
+_EMPHASIS_RE = re.compile(r"[`*_]+")
 
 
 def _norm_title(title: str) -> str:
-    return re.sub(r"[\s`*_]+", " ", title).strip().lower()
+    """A title as a link's text may name it: emphasis marks, spacing and case ignored."""
+    return markdown.one_line(_EMPHASIS_RE.sub(" ", title)).lower()
 
 
 class Resolver:
@@ -42,11 +45,13 @@ class Resolver:
             self.by_stem[p.path.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower()].append(rid)
             self.by_title[_norm_title(p.title)].append(rid)
 
-    def _record(self, rid: str, display: str, by_number: bool = False) -> Target:
+    def record(self, rid: str, display: str, by_number: bool = False) -> Target:
+        """The target for record ``rid``, shown as ``display`` (a path as written)."""
         p = self.parsed[rid]
         return Target("record", display, rid, by_number, label_for(rid, p.number))
 
     def _by_number(self, number: int | None) -> str | None:
+        """The first record (in path order) with this number."""
         ids = self.by_number.get(number) if number is not None else None
         return ids[0] if ids else None
 
@@ -78,16 +83,16 @@ class Resolver:
         if ref.kind == "path":
             rid = self.by_path.get(ref.value) or self.by_lower_path.get(ref.value.lower())
             if rid:
-                return self._record(rid, ref.value)
+                return self.record(rid, ref.value)
             number, digits = tx.href_number(ref.value)
             rid = self._by_number(number) or self._by_words(ref.text)
             if rid:
-                return self._record(rid, ref.value, by_number=True)
+                return self.record(rid, ref.value, by_number=True)
             name = ref.value.rsplit("/", 1)[-1]
             return Target("missing", ref.value, label=f"ADR-{digits}" if digits else name)
         rid = self._by_words(ref.value)
         if rid:
-            return self._record(rid, self.parsed[rid].path)
+            return self.record(rid, self.parsed[rid].path)
         number = tx.number_of(ref.value)
         digits = re.sub(r"^\D*", "", ref.value) if number is not None else None
         return Target("missing", ref.value, label=f"ADR-{digits}" if digits else ref.value)

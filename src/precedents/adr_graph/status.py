@@ -100,7 +100,47 @@ class FolderVerdict:
 
 
 def decide(parsed: Mapping[str, ParsedAdr]) -> FolderVerdict:
-    """Apply the rule to a whole parsed folder (records by id)."""
+    """Apply the rule to a whole parsed folder (records by id).
+
+    Each step below is one rule of the module docstring, applied to the whole
+    folder before the next: a supersession declared by a successor (rule 2)
+    must be known before fallbacks (rule 3) and cycles (rule 4) are looked for.
+    """
+    work = _declared(parsed)  # rule 1, and every reference resolved once
+    _named_successors(work)  # rule 3: successors a superseded record names
+    _replacements(work)  # rule 2: declared only by the successor
+    _fallback_successors(work)  # rule 3: successor named outside a relation
+    cycles = _break_cycles(work)  # rule 4
+    decisions = {rid: _decision(work, rid) for rid in work.order}  # rule 5
+    _relations(work.order, parsed, work.resolved, decisions)
+    return FolderVerdict(decisions, work.resolved, cycles)
+
+
+@dataclass
+class _Work:
+    """The rule's working state for one folder, filled in rule by rule."""
+
+    parsed: Mapping[str, ParsedAdr]
+    resolver: Resolver
+    order: list[str]  # ids in path order: every step visits records in this order
+    base: dict[str, str]  # status from the record's own declaration (rule 1)
+    status: dict[str, str]  # effective status, as the rules change it
+    reason: dict[str, str]
+    resolved: dict[str, list[tuple[RawRelation, Target]]]
+    edges: dict[str, list[Target]] = field(default_factory=lambda: defaultdict(list))
+
+    def add_edge(self, rid: str, target: Target) -> None:
+        """Record ``target`` as a successor of ``rid``, once (by id, else as written)."""
+        if target.kind == "record" and any(t.id == target.id for t in self.edges[rid]):
+            return
+        if any(t.display == target.display for t in self.edges[rid]):
+            return
+        self.edges[rid].append(target)
+
+
+def _declared(parsed: Mapping[str, ParsedAdr]) -> _Work:
+    """Rule 1: each record's base status from its own declaration, and its references
+    resolved against the folder (once: every later rule reads them)."""
     resolver = Resolver(parsed)
     order = sorted(parsed, key=lambda rid: parsed[rid].path)
     base: dict[str, str] = {}
@@ -116,77 +156,97 @@ def decide(parsed: Mapping[str, ParsedAdr]) -> FolderVerdict:
         # A template's placeholder links are not declarations.
         rels = [] if cls == TEMPLATE else p.relations
         resolved[rid] = [(r, resolver.resolve(r.ref)) for r in rels]
+    return _Work(parsed, resolver, order, base, dict(base), reason, resolved)
 
-    status = dict(base)
-    edges: dict[str, list[Target]] = defaultdict(list)
 
-    def add_edge(rid: str, target: Target) -> None:
-        if target.kind == "record" and any(t.id == target.id for t in edges[rid]):
-            return
-        if any(t.display == target.display for t in edges[rid]):
-            return
-        edges[rid].append(target)
-
-    for rid in order:
-        if base[rid] in (SUPERSEDED, PARTIAL):
-            for rel, target in resolved[rid]:
+def _named_successors(work: _Work) -> None:
+    """Rule 3: a record that declares itself superseded names its successors."""
+    for rid in work.order:
+        if work.base[rid] in (SUPERSEDED, PARTIAL):
+            for rel, target in work.resolved[rid]:
                 if rel.type in (SUPERSEDED_BY, PARTIALLY_SUPERSEDED_BY):
-                    add_edge(rid, target)
+                    work.add_edge(rid, target)
 
-    for rid in order:  # rule 2: declared only by the successor
-        if base[rid] not in _WAS_ACCEPTED:
+
+def _replacements(work: _Work) -> None:
+    """Rule 2: an accepted record that says it supersedes another replaces it.
+
+    Only a record that was accepted at some point counts: a proposal does not
+    replace anything yet.
+    """
+    for rid in work.order:
+        if work.base[rid] not in _WAS_ACCEPTED:
             continue
-        for rel, target in resolved[rid]:
+        for rel, target in work.resolved[rid]:
             if rel.type not in (SUPERSEDES, PARTIALLY_SUPERSEDES) or target.kind != "record":
                 continue
-            old = target.id
-            if old is None or old == rid:
-                continue
-            new = PARTIAL if rel.type == PARTIALLY_SUPERSEDES else SUPERSEDED
-            upgrade = status[old] in _REPLACEABLE or (status[old] == PARTIAL and new == SUPERSEDED)
-            if base[old] in _REPLACEABLE and upgrade:
-                status[old] = new
-                reason[old] = f"{new.replace('_', ' ')} by accepted {parsed[rid].path}"
-            if status[old] in (SUPERSEDED, PARTIAL):
-                add_edge(old, resolver._record(rid, parsed[rid].path))
+            if target.id is not None and target.id != rid:
+                _replace(work, rid, target.id, partial=rel.type == PARTIALLY_SUPERSEDES)
 
-    for rid in order:  # rule 3: successor named outside a relation
-        if status[rid] in (SUPERSEDED, PARTIAL) and not edges[rid]:
-            for ref in parsed[rid].fallback_successors:
-                target = resolver.resolve(ref)
+
+def _replace(work: _Work, rid: str, old: str, partial: bool) -> None:
+    """``rid`` (accepted) replaces ``old``, fully or in part.
+
+    A full replacement wins over a partial one; a record that was never
+    replaceable (rejected, unknown) keeps its status, but still gets the edge
+    when it is superseded anyway, so its mark names the successor.
+    """
+    new = PARTIAL if partial else SUPERSEDED
+    status = work.status
+    upgrade = status[old] in _REPLACEABLE or (status[old] == PARTIAL and new == SUPERSEDED)
+    if work.base[old] in _REPLACEABLE and upgrade:
+        status[old] = new
+        work.reason[old] = f"{new.replace('_', ' ')} by accepted {work.parsed[rid].path}"
+    if status[old] in (SUPERSEDED, PARTIAL):
+        work.add_edge(old, work.resolver.record(rid, work.parsed[rid].path))
+
+
+def _fallback_successors(work: _Work) -> None:
+    """Rule 3: a superseded record with no successor yet takes its first fallback link
+    (``Superseded`` and a paragraph, or "superseded by [X]" in the body)."""
+    for rid in work.order:
+        if work.status[rid] in (SUPERSEDED, PARTIAL) and not work.edges[rid]:
+            for ref in work.parsed[rid].fallback_successors:
+                target = work.resolver.resolve(ref)
                 if target.id != rid:
-                    add_edge(rid, target)
+                    work.add_edge(rid, target)
                     break
 
-    cycles = _cycles(order, edges)
-    for cycle in cycles:  # rule 4
+
+def _break_cycles(work: _Work) -> list[list[str]]:
+    """Rule 4: records on a replacement cycle are unknown, and lose their successors.
+
+    Every cycle is marked before any edge is dropped, so a record on two cycles
+    is named in both.
+    """
+    cycles = _cycles(work.order, work.edges)
+    for cycle in cycles:
         for rid in cycle:
-            status[rid] = UNKNOWN
-            reason[rid] = "replacement cycle: " + " -> ".join(
-                label_for(c, parsed[c].number) for c in cycle
+            work.status[rid] = UNKNOWN
+            work.reason[rid] = "replacement cycle: " + " -> ".join(
+                label_for(c, work.parsed[c].number) for c in cycle
             )
     for cycle in cycles:
         for rid in cycle:
-            edges[rid] = []
+            work.edges[rid] = []
+    return cycles
 
-    decisions: dict[str, Decision] = {}
-    for rid in order:
-        d = Decision(status[rid], reason[rid])
-        if status[rid] in (SUPERSEDED, PARTIAL):
-            d.successors = list(edges[rid])
-            d.ends = _ends(rid, edges, status)
-            d.end_status = {t.id: status[t.id] for t in d.ends if t.id is not None}
-            d.current = [
-                t.id for t in d.ends if t.id is not None and status[t.id] in (LIVE, PARTIAL)
-            ]
-            if status[rid] == PARTIAL:
-                d.current.insert(0, rid)  # still partly in force
-        elif status[rid] == LIVE:
-            d.current = [rid]
-        d.mark = _mark(d)
-        decisions[rid] = d
-    _relations(order, parsed, resolved, decisions)
-    return FolderVerdict(decisions, resolved, cycles)
+
+def _decision(work: _Work, rid: str) -> Decision:
+    """Rule 5: the verdict on one record, with the live end of its chain and its mark."""
+    status = work.status
+    d = Decision(status[rid], work.reason[rid])
+    if status[rid] in (SUPERSEDED, PARTIAL):
+        d.successors = list(work.edges[rid])
+        d.ends = _ends(rid, work.edges, status)
+        d.end_status = {t.id: status[t.id] for t in d.ends if t.id is not None}
+        d.current = [t.id for t in d.ends if t.id is not None and status[t.id] in (LIVE, PARTIAL)]
+        if status[rid] == PARTIAL:
+            d.current.insert(0, rid)  # still partly in force
+    elif status[rid] == LIVE:
+        d.current = [rid]
+    d.mark = _mark(d)
+    return d
 
 
 def _ends(rid: str, edges: Mapping[str, list[Target]], status: Mapping[str, str]) -> list[Target]:

@@ -1,7 +1,9 @@
 """Low-level Markdown helpers for the ADR parser: front matter, headings, links, ids.
 
 Regular expressions only, no Markdown library: ADRs use a small, well-known
-subset, and a cold build of 1,000 records has to fit in 300 ms.
+subset, and a cold build of 1,000 records has to fit in 300 ms. What notes and
+ADRs share (front matter, fences, dates) is read by :mod:`precedents.markdown`;
+this module adds the ADR graph's own policy on top.
 """
 
 from __future__ import annotations
@@ -12,14 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-import yaml
-
+from precedents import markdown
 from precedents.adr_graph.model import Ref
-
-try:  # the C loader is ~10x faster; PyYAML without libyaml still works
-    _Loader: Any = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - depends on the PyYAML build
-    _Loader = yaml.SafeLoader
 
 # A Markdown inline link; the text may hold one level of nested brackets, as in
 # elastisys' "[Superseded by [ADR-0019](0019-x.md)]" title prefix. The href stops
@@ -29,14 +25,12 @@ LINK_PATTERN = (
     r"\(\s*<?(?P<href>[^()\[\]\s>]*)>?(?:\s+[\"'][^()]*[\"'])?\s*\)"
 )
 LINK_RE = re.compile(LINK_PATTERN)
-_FENCE_RE = re.compile(r"^\s{0,3}(```|~~~)")
 _ATX_RE = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _SETEXT_H1_RE = re.compile(r"^\s{0,3}=+\s*$")
 _SCHEME_RE = re.compile(r"^[a-z][a-z0-9+.-]*:", re.I)
 _DATE_PREFIX_RE = re.compile(r"^(?:19|20)\d\d(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])(?=[-_])")
 _NUM_PREFIX_RE = re.compile(r"^(?:adr[-_ ]?)?(\d{1,6})(?=$|[-_. ])", re.I)
 _TOKEN_NUM_RE = re.compile(r"^(?:adr)?[-_ #]*0*(\d{1,6})$", re.I)
-_ISO_DATE_RE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 @dataclass(frozen=True)
@@ -54,31 +48,39 @@ def decode(data: bytes) -> str:
     Raises UnicodeDecodeError for text that is not UTF-8: the caller degrades
     the record to `unknown` rather than guessing an encoding.
     """
-    text = data.decode("utf-8-sig")
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", "\n")
-    return text
+    return markdown.normalize(data.decode("utf-8"))
 
 
-def split_front_matter(text: str) -> tuple[dict[str, Any] | None, str, str | None]:
-    """``(front matter, body, error)``; front matter is None when the file has none."""
+def read_front_matter(text: str) -> tuple[dict[str, Any] | None, str, str | None]:
+    """``(front matter, body, error)``; front matter is None when the file has none.
+
+    The ADR graph's reading of :func:`precedents.markdown.split_front_matter`:
+    a bare ``---`` opening line, keys lower-cased (``Status:`` is ``status:``),
+    the C loader (speed), the body after a broken block still read (its status
+    section may be fine), and errors worded for `adr list`. Re-raises the
+    loader's RecursionError (nesting too deep to load): the parser makes the
+    whole file an unreadable record.
+    """
     if not text.startswith("---\n"):
+        # Stricter than notes ("--- " with a trailing blank opens no block here):
+        # kept so every record reads exactly as the labelled corpora were checked.
         return None, text, None
-    end = re.search(r"^(?:---|\.\.\.)\s*$", text[4:], re.M)
-    if end is None:
-        return None, text, "front matter is not closed (no second '---' line)"
-    raw = text[4 : 4 + end.start()]
-    body = text[4 + end.end() :].lstrip("\n")
-    try:
-        data = yaml.load(raw, Loader=_Loader)  # a safe loader (C or pure)
-    except yaml.YAMLError as exc:
-        first = str(exc).splitlines()[0] if str(exc) else "invalid YAML"
-        return None, body, f"front matter is not valid YAML ({first})"
-    if data is None:
-        return {}, body, None
-    if not isinstance(data, dict):
+    found = markdown.split_front_matter(text, loader=markdown.FAST_LOADER)
+    # Without a closed block the body is the whole text, as written.
+    body = found.body if found.raw is None else found.body.lstrip("\n")
+    if found.problem == "unclosed":
+        return None, body, "front matter is not closed (no second '---' line)"
+    if found.problem == "not_a_mapping":
         return None, body, "front matter is not a mapping"
-    return {str(k).lower(): v for k, v in data.items()}, body, None
+    if found.exception is not None:
+        if isinstance(found.exception, RecursionError):
+            raise found.exception
+        message = str(found.exception)
+        first = message.splitlines()[0] if message else "invalid YAML"
+        return None, body, f"front matter is not valid YAML ({first})"
+    if found.data is None:
+        return None, body, None
+    return {str(k).lower(): v for k, v in found.data.items()}, body, None
 
 
 def strip_comments(text: str) -> str:
@@ -113,7 +115,9 @@ def scan(lines: list[str]) -> tuple[list[Heading], set[int]]:
             if in_fence:
                 fenced.add(i)
             continue
-        if _FENCE_RE.match(line):
+        # Any fence marker toggles, whatever opened the fence: records are simple,
+        # and this is what the labelled corpora were checked against.
+        if markdown.fence_marker(line, max_indent=3):
             in_fence = not in_fence
             fenced.add(i)
             continue
@@ -185,13 +189,15 @@ def make_ref(href: str, text: str, rel_dir: str) -> Ref:
 
 
 def clean_date(value: Any) -> str | None:
-    """An ISO date from a front matter value or a ``Date:`` line, else the text (short)."""
+    """An ISO date from a front matter value or a ``Date:`` line, else the text (short).
+
+    Lenient: a ``Date:`` line is shown, never computed with, so a date-shaped run
+    anywhere in it is kept as written, and anything else is kept cut to 40 chars.
+    """
     if value is None:
         return None
-    if hasattr(value, "isoformat"):
-        return str(value.isoformat())[:10]
+    day = markdown.yaml_day(value)
+    if day is not None:
+        return day
     text = str(value).strip()
-    m = _ISO_DATE_RE.search(text)
-    if m:
-        return m.group(0)
-    return text[:40] or None
+    return markdown.find_iso_date(text) or text[:40] or None

@@ -1,0 +1,179 @@
+"""One status value -> :class:`Declaration`: the status word and the relations it names.
+
+``Accepted, amended by [X](x.md)``, ``⌛️ Superseded [0019](0019-x.md)``,
+``superseded by ADR-0005``, ``Accepted | Pending | Superseded by`` (a template):
+the words ADRs write their status in, in every format :mod:`parse` reads.
+Kept apart from the parser, which decides *where* a status is written; this
+module decides *what* a status value says.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from precedents.adr_graph import text as tx
+from precedents.adr_graph.model import (
+    AMENDED_BY,
+    AMENDS,
+    DEPRECATED,
+    LIVE,
+    PARTIAL,
+    PARTIALLY_SUPERSEDED_BY,
+    PARTIALLY_SUPERSEDES,
+    PROPOSED,
+    REJECTED,
+    SUPERSEDED,
+    SUPERSEDED_BY,
+    SUPERSEDES,
+    SUPPLEMENTED_BY,
+    SUPPLEMENTS,
+    TEMPLATE,
+    UNRECOGNISED,
+    Ref,
+)
+
+# Status words, checked in this order at the start of a status value.
+_WORDS: list[tuple[str, str]] = [
+    (PARTIAL, r"(?:partially|partly)\s+super[sc]eded|super[sc]eded\s+in\s+part"),
+    (REJECTED, r"not\s+accepted|rejected|declined|refused|withdrawn|abandoned|dropped"),
+    (SUPERSEDED, r"super[sc]eded|superseeded|replaced|obsoleted\s+by"),
+    (DEPRECATED, r"deprecated|obsolete|retired|outdated|sunset"),
+    (
+        LIVE,
+        r"accepted|approved|implemented|adopted|agreed|decided|amended|active|done"
+        r"|completed?|in\s+effect|enacted|valid|current|supplemented",
+    ),
+    (
+        PROPOSED,
+        r"proposed|proposal|draft(?:ed)?|in\s+review|under\s+review|reviewing|review"
+        r"|in\s+progress|pending|open|wip|under\s+discussion|discussing|suggested"
+        r"|planned|rfc|new",
+    ),
+]
+_WORD_RE = re.compile("|".join(f"(?P<w{i}>{p})" for i, (_, p) in enumerate(_WORDS)), re.I)
+_WORD_CLASS = [cls for cls, _ in _WORDS]
+
+# Relation keywords inside a status value or a Links line.
+_REL_RE = re.compile(
+    r"\b(?:"
+    r"(?P<psb>(?:partially|partly)\s+super[sc]eded\s+by|super[sc]eded\s+in\s+part\s+by)"
+    r"|(?P<sb>super[sc]eded\s+by|replaced\s+by|obsoleted\s+by)"
+    r"|(?P<ps>(?:partially|partly|in\s+part)\s+super[sc]edes?)"
+    r"|(?P<s>super[sc]edes|replaces|obsoletes)"
+    r"|(?P<ab>amended\s+by)|(?P<a>amends)"
+    r"|(?P<lb>supplemented\s+by)|(?P<l>supplements)"
+    r")\b",
+    re.I,
+)
+_REL_TYPE = {
+    "psb": PARTIALLY_SUPERSEDED_BY,
+    "sb": SUPERSEDED_BY,
+    "ps": PARTIALLY_SUPERSEDES,
+    "s": SUPERSEDES,
+    "ab": AMENDED_BY,
+    "a": AMENDS,
+    "lb": SUPPLEMENTED_BY,
+    "l": SUPPLEMENTS,
+}
+# A bare ADR id in prose or a status value: ADR-0005, adr0008, ADR 12.
+ADR_TOKEN = r"\badr[-_ #]*\d{1,6}\b"
+_TOKEN_RE = re.compile(ADR_TOKEN + r"|#\d{1,6}\b", re.I)
+
+_PLACEHOLDER = "\ue000"
+_PLACEHOLDER_RE = re.compile(f"{_PLACEHOLDER}(\\d+){_PLACEHOLDER}")
+_TRIM = " \t*_`.,;:()\"'!?"
+
+
+@dataclass
+class Declaration:
+    """What one status value says: a status word, relations, links after the word."""
+
+    cls: str | None
+    relations: list[tuple[str, Ref]] = field(default_factory=list)
+    loose_links: list[Ref] = field(default_factory=list)
+
+
+def status_word(plain: str) -> str | None:
+    """Class of the status word that opens ``plain``, UNRECOGNISED, or None if empty."""
+    lead = re.sub(r"^[\W\d_]+", "", plain)
+    if not lead:
+        return None
+    m = _WORD_RE.match(lead)
+    if m and (m.end() == len(lead) or not lead[m.end()].isalnum()):
+        return _WORD_CLASS[int((m.lastgroup or "w0")[1:])]
+    return UNRECOGNISED
+
+
+def token_refs(segment: str) -> list[Ref]:
+    """Bare references in text with no link: ``ADR-0005``, ``adr0008``, else the text itself."""
+    found = [Ref("token", m.group(0), m.group(0)) for m in _TOKEN_RE.finditer(segment)]
+    if found:
+        return found
+    cleaned = re.sub(r"^(?:and|&|or)\s+|\s+(?:and|&|or)$", "", segment.strip(_TRIM)).strip(_TRIM)
+    if cleaned and len(cleaned) <= 120:
+        return [Ref("token", cleaned, cleaned)]
+    return []
+
+
+def classify(value: str, rel_dir: str) -> Declaration:
+    """Read one status value: ``Accepted, amended by [X](x.md)``, ``superseded by ADR-5``..."""
+    links: list[Ref] = []
+
+    def _hold(m: re.Match[str]) -> str:
+        # Links are parked behind placeholders so that words in their text
+        # ("[Superseded ADR](x.md)") are not read as the status.
+        links.append(tx.make_ref(m.group("href"), m.group("ltext"), rel_dir))
+        return f" {_PLACEHOLDER}{len(links) - 1}{_PLACEHOLDER} "
+
+    plain = tx.LINK_RE.sub(_hold, value)
+    if _is_template(plain):
+        return Declaration(TEMPLATE)
+    matches = list(_REL_RE.finditer(plain))
+    head = plain[: matches[0].start()] if matches else plain
+    cls = status_word(head)
+    decl = Declaration(cls)
+    if cls is None and matches:
+        kind = matches[0].lastgroup
+        decl.cls = SUPERSEDED if kind == "sb" else PARTIAL if kind == "psb" else None
+    for i, m in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(plain)
+        segment = plain[m.end() : end]
+        refs = [links[int(n)] for n in _PLACEHOLDER_RE.findall(segment)]
+        if not refs:
+            refs = token_refs(_PLACEHOLDER_RE.sub(" ", segment))
+        decl.relations.extend((_REL_TYPE[m.lastgroup or "sb"], r) for r in refs)
+    if cls in (SUPERSEDED, PARTIAL):
+        # "⌛️ Superseded [0019](0019-x.md)": a link right after the word, no "by".
+        decl.loose_links = [links[int(n)] for n in _PLACEHOLDER_RE.findall(head)]
+    return decl
+
+
+def _is_template(plain: str) -> bool:
+    """An unfilled template lists the choices: ``Accepted | Pending | Superseded by``."""
+    return (
+        "|" in plain
+        and sum(status_word(p) not in (None, UNRECOGNISED) for p in plain.split("|")) > 1
+    )
+
+
+def status_units(lines: list[str]) -> list[str]:
+    """Status-section lines grouped: a line that opens with a status word or relation
+    starts a new unit; any other line continues the one before; blank lines split."""
+    units: list[str] = []
+    fresh = True
+    for raw in lines:
+        line = raw.strip()
+        if not line:
+            fresh = True
+            continue
+        line = re.sub(r"^[-*+]\s+", "", line)
+        opens = _REL_RE.match(re.sub(r"^[\W\d_]+", "", line)) is not None or status_word(
+            line
+        ) not in (None, UNRECOGNISED)
+        if fresh or opens or not units:
+            units.append(line)
+        else:
+            units[-1] += " " + line
+        fresh = False
+    return units

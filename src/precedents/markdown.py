@@ -1,0 +1,246 @@
+"""Markdown helpers shared by note chunking and the ADR graph.
+
+Standard library and PyYAML only: :mod:`precedents.chunking` and
+:mod:`precedents.adr_graph` both read Markdown files with YAML front matter,
+and must agree on what front matter, a code fence and a date are. Each caller
+keeps its own policy on top (which loader, what a warning says, what the body
+is when the front matter is broken); the reading itself happens here, once.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import yaml
+
+__all__ = [
+    "FAST_LOADER",
+    "ISO_DATE",
+    "SAFE_LOADER",
+    "FrontMatter",
+    "fence_marker",
+    "find_iso_date",
+    "iso_date",
+    "normalize",
+    "one_line",
+    "split_front_matter",
+    "unfenced",
+    "yaml_day",
+]
+
+# Both are safe loaders (no arbitrary objects). The C one is ~10x faster and is
+# what the ADR graph uses to build 1,000 records inside its time budget; notes
+# keep the pure one, whose error messages their warnings quote.
+SAFE_LOADER: Any = yaml.SafeLoader
+try:
+    FAST_LOADER: Any = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - depends on the PyYAML build
+    FAST_LOADER = yaml.SafeLoader
+
+# Front matter is a block that opens on the very first line with "---" and
+# closes at the next "---" (or YAML's "...") line; trailing blanks are allowed
+# on both, as Jekyll allows them.
+_OPEN = re.compile(r"---[ \t]*\n")
+_CLOSE = re.compile(r"^(?:---|\.\.\.)[ \t]*$", re.MULTILINE)
+
+Problem = Literal["unclosed", "invalid_yaml", "not_a_mapping"]
+
+
+@dataclass(frozen=True)
+class FrontMatter:
+    """What :func:`split_front_matter` found at the top of a text.
+
+    ``data`` is the mapping (``{}`` for an empty block), or None when there is no
+    block or the block is broken. ``body`` is the text after the closing line,
+    or the whole text when there is no closed block. ``raw`` is the YAML between
+    the two lines (None when there is no closed block). A broken block has a
+    ``problem`` kind, a one-line ``error`` that says what is wrong (line numbers
+    count from the top of the file), and the ``exception`` the loader raised.
+    """
+
+    data: dict[str, Any] | None
+    body: str
+    raw: str | None = None
+    problem: Problem | None = None
+    error: str | None = None
+    exception: Exception | None = field(default=None, compare=False)
+
+
+def normalize(text: str) -> str:
+    """Drop a leading BOM and turn every line ending into ``\\n``.
+
+    A BOM would hide the opening ``---`` of front matter; CR or CRLF would leave
+    ``\\r`` in every YAML value and heading. Every function here expects this form.
+    """
+    text = text.removeprefix("\ufeff")
+    if "\r" in text:  # the common case (LF files) skips two full copies
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text
+
+
+def one_line(text: str) -> str:
+    """``text`` with every run of whitespace (newlines included) made one space, trimmed.
+
+    Names, descriptions and titles are shown on one line; a YAML folded value or
+    a wrapped paragraph must not break it.
+    """
+    return " ".join(text.split())
+
+
+def split_front_matter(text: str, *, loader: Any = SAFE_LOADER) -> FrontMatter:
+    """Split ``text`` (see :func:`normalize`) into its YAML front matter and body. Never raises.
+
+    Anything wrong with the block (no closing line, invalid YAML, deep nesting,
+    YAML that is not a mapping) comes back as a ``problem``, never as an
+    exception: one bad file must not stop a folder from being indexed.
+    ``loader`` is a PyYAML safe loader class (:data:`SAFE_LOADER`,
+    :data:`FAST_LOADER`).
+    """
+    opening = _OPEN.match(text)
+    if opening is None:
+        return FrontMatter(None, text)
+    close = _CLOSE.search(text, opening.end())
+    if close is None:
+        return FrontMatter(None, text, problem="unclosed", error="no closing '---' line")
+    raw = text[opening.end() : close.start()]
+    body = text[close.end() + 1 :]  # after the closing line and its newline
+    try:
+        data = _load(raw, loader)
+    except Exception as exc:  # YAMLError, RecursionError, a date that is no date...
+        return FrontMatter(None, body, raw, "invalid_yaml", _error_summary(exc), exc)
+    if data is None:  # "---\n---": an empty block is valid, it just says nothing
+        return FrontMatter({}, body, raw)
+    if not isinstance(data, dict):
+        kind = "a list" if isinstance(data, list) else "a scalar"
+        return FrontMatter(None, body, raw, "not_a_mapping", f"YAML is {kind}, not a mapping")
+    return FrontMatter(data, body, raw)
+
+
+def _load(raw: str, loader: Any) -> Any:
+    """Parse the YAML of one front matter block: the one place front matter is read.
+
+    Cursor rules (``.mdc``, indexed as rules) write ``globs: **/*.ts`` unquoted,
+    which is not valid YAML (``*`` starts an alias): today such a block is
+    reported as broken and its ``description:`` is lost. Reading them belongs
+    here, so every caller gets it at once: quote such values (or read plain
+    ``key: value`` lines by hand) before the YAML loader sees them.
+    """
+    return yaml.load(raw, Loader=loader)  # only ever a safe loader (see SAFE_LOADER)
+
+
+def _error_summary(exc: Exception) -> str:
+    """``problem (line N)`` for a YAML error; the exception's type name otherwise.
+
+    Other exceptions come from deep nesting (RecursionError) or from a value
+    YAML cannot build (``date: 2024-02-30`` raises ValueError); the caller has
+    the exception itself when it wants more than the name.
+    """
+    if not isinstance(exc, yaml.YAMLError):
+        return type(exc).__name__
+    problem = getattr(exc, "problem", None)
+    mark = getattr(exc, "problem_mark", None)
+    if problem and mark is not None:
+        # +2: the mark counts from 0 inside the block, and the block starts after "---".
+        return f"{problem} (line {mark.line + 2})"
+    return _first_line(exc)
+
+
+def _first_line(exc: Exception) -> str:
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+# ------------------------------------------------------------------ code fences
+
+# A fence is three or more backticks or tildes; the marker is the whole run, so a
+# closing fence can be checked to be at least as long (CommonMark).
+_FENCE = re.compile(r"`{3,}|~{3,}")
+
+
+def fence_marker(line: str, max_indent: int | None = None) -> str | None:
+    """The backtick or tilde run (3+) that opens or closes a code fence on ``line``.
+
+    None when the line is no fence. With ``max_indent``, a line indented further is
+    no fence (CommonMark: four spaces make an indented code block instead).
+    """
+    stripped = line.lstrip()
+    if stripped[:1] not in ("`", "~"):  # most lines: no regex (ADR builds are timed)
+        return None
+    if max_indent is not None and len(line) - len(stripped) > max_indent:
+        return None
+    found = _FENCE.match(stripped)
+    return found.group(0) if found else None
+
+
+def unfenced(lines: Sequence[str]) -> Iterator[tuple[int, str, bool]]:
+    """``(index, stripped line, opens_fence)`` for each line that is not inside a code fence.
+
+    A line that opens a fence is yielded (with ``opens_fence`` True, so a caller
+    can end a paragraph there); the lines inside and the closing fence are not.
+    A fence closes at a line that starts with the same marker, so a ``~~~`` inside
+    a backtick fence stays inside. A ``# comment`` in a shell snippet is thereby
+    never taken for a heading.
+    """
+    fence = ""
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if fence:
+            if stripped.startswith(fence):
+                fence = ""
+            continue
+        marker = fence_marker(stripped)
+        if marker:
+            fence = marker
+        yield i, stripped, marker is not None
+
+
+# ------------------------------------------------------------------------ dates
+
+# YYYY-MM-DD as written; whether it is a real day is checked apart (iso_date).
+ISO_DATE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
+
+
+def yaml_day(value: object) -> str | None:
+    """``YYYY-MM-DD`` of a date or datetime, else None.
+
+    YAML turns an unquoted ``2024-01-05`` into a date, and one with a time into a
+    datetime; either names a day.
+    """
+    if isinstance(value, _dt.datetime):
+        return value.date().isoformat()
+    if isinstance(value, _dt.date):
+        return value.isoformat()
+    return None
+
+
+def iso_date(value: object) -> str | None:
+    """``YYYY-MM-DD`` of a front matter date value, strictly; None when it is none.
+
+    A date or datetime, or text that starts with a real calendar day
+    (``'2024-01-05 10:20'``). ``'2024-13-45'``, ``yesterday`` or a list give None,
+    so the caller can warn instead of storing a date that sorts wrong.
+    """
+    day = yaml_day(value)
+    if day is not None:
+        return day
+    found = ISO_DATE.match(str(value).strip())
+    if found is None:
+        return None
+    try:
+        return _dt.date(*(int(g) for g in found.groups())).isoformat()
+    except ValueError:
+        return None
+
+
+def find_iso_date(text: str) -> str | None:
+    """The first ``YYYY-MM-DD``-shaped run anywhere in ``text``, not checked against a calendar.
+
+    Lenient on purpose, for ``Date: 2024-05-06 (revised 2024-07-01)`` lines in
+    ADRs, where a date is shown to a person, never computed with.
+    """
+    found = ISO_DATE.search(text)
+    return found.group(0) if found else None
