@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -26,8 +26,9 @@ from precedents.indexer import Indexer, IndexReport, Progress, lazy_store
 from precedents.kinds import Kind
 from precedents.recall import Recall
 from precedents.recall import auto_context as recall_auto_context
+from precedents.runlock import WriterLock
 from precedents.sources import Problem, Sources, configured_sources, project_root, walk
-from precedents.store import DocumentHit, Store
+from precedents.store import DocumentHit, Store, beside, switch_in
 
 log = logging.getLogger("precedents.api")
 
@@ -38,19 +39,31 @@ def reindex(
     full: bool = False,
     sources: Sources | None = None,
     progress: Progress | None = None,
+    on_wait: Callable[[int | None], None] | None = None,
 ) -> IndexReport:
-    """Bring the store in line with the sources (or only the folders in ``sources``);
-    ``full`` re-embeds everything."""
+    """Bring the store in line with the sources (or only the folders in ``sources``).
+
+    ``full`` re-embeds everything into a new store built beside the current
+    one, switched in only when complete: an interrupted rebuild leaves the old
+    index serving. Another writer (a `reindex`, the watcher) is waited for;
+    ``on_wait`` is told once, with its pid.
+    """
     found = configured_sources(settings, sources)
-    lazy = lazy_store(settings)
-    store = lazy.open(rebuild=full)
-    indexer = Indexer(settings, store, lazy.model)
-    report = indexer.sync(walk(found), progress)
-    if lazy.rebuilt:
-        log.warning("%s: rebuilt", lazy.rebuilt)
-        report.problems.insert(0, Problem(str(settings.index_dir), "index was damaged: rebuilt"))
-    if lazy.loaded is not None:  # recorded with the store, shown by `status`
-        store.stamp(model_load_seconds=f"{lazy.loaded.load_seconds:.2f}", device=lazy.loaded.device)
+    writer = WriterLock(settings.run_dir, on_wait)
+    with writer.held():
+        target = beside(settings.index_dir, "rebuild") if full else settings.index_dir
+        lazy = lazy_store(settings, target)
+        store = lazy.open(rebuild=full)
+        report = Indexer(settings, store, lazy.model, writer).sync(walk(found), progress)
+        if lazy.rebuilt:
+            log.warning("%s: rebuilt", lazy.rebuilt)
+            report.problems.insert(0, Problem(str(target), "index was damaged: rebuilt"))
+        if lazy.loaded is not None:  # recorded with the store, shown by `status`
+            store.stamp(
+                model_load_seconds=f"{lazy.loaded.load_seconds:.2f}", device=lazy.loaded.device
+            )
+        if full:
+            switch_in(settings.index_dir, target)
     return report
 
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from precedents.chunking import (
 from precedents.config import Settings
 from precedents.embedding import Embedder, canonical_model_id, load_embedder
 from precedents.kinds import Kind
+from precedents.runlock import WriterLock
 from precedents.secrets import mask_secrets
 from precedents.sources import Problem, SourceFile, Walk
 from precedents.store import DocumentRecord, FileRecord, LazyStore, Store
@@ -39,13 +41,18 @@ from precedents.store import DocumentRecord, FileRecord, LazyStore, Store
 log = logging.getLogger("precedents.indexer")
 
 EMBED_BATCH = 64
+# Commit after every embedding batch (~2-3 s of work on 2 cores): an interrupted
+# first index keeps what it did, and the next run goes on from there. A commit
+# costs ~10 ms; compaction keeps the versions in check.
+COMMIT_CHUNKS = EMBED_BATCH
 Progress = Callable[[int, int, int], None]  # files done, files total, chunks embedded
 
 
-def lazy_store(settings: Settings) -> LazyStore[Embedder]:
-    """The store of ``settings``' model, opened without loading the model when it can be."""
+def lazy_store(settings: Settings, index_dir: Path | None = None) -> LazyStore[Embedder]:
+    """The store of ``settings``' model (at ``index_dir``, default the index), opened
+    without loading the model when it can be."""
     return LazyStore(
-        settings.index_dir,
+        index_dir or settings.index_dir,
         canonical_model_id(settings.model),
         lambda: load_embedder(settings.model, settings.device),
     )
@@ -102,11 +109,17 @@ class Indexer:
     """Brings the store in line with the source files."""
 
     def __init__(
-        self, settings: Settings, store: Store, embedder: Callable[[], Embedder] | Embedder
+        self,
+        settings: Settings,
+        store: Store,
+        embedder: Callable[[], Embedder] | Embedder,
+        writer: WriterLock | None = None,
     ) -> None:
-        """``embedder`` may be a factory, called only once something needs embedding."""
+        """``embedder`` may be a factory, called only once something needs embedding;
+        ``writer`` is the cross-process writer lock (default: the state folder's)."""
         self.settings = settings
         self.store = store
+        self.writer = writer or WriterLock(settings.run_dir)
         self._embedder = embedder
         self._adr_graphs: dict[Path, object] = {}
         self.model_seconds = 0.0
@@ -120,6 +133,18 @@ class Indexer:
             self.model_seconds = time.perf_counter() - started
         return self._embedder  # type: ignore[return-value]
 
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the store's writer lock; on a fresh hold, see every commit made before it.
+
+        The store was opened without following other processes' commits, so
+        what it knew may be stale once another writer has let go.
+        """
+        with self.writer.held() as fresh:
+            if fresh:
+                self.store.refresh()
+            yield
+
     # -- whole passes ------------------------------------------------------------
 
     def sync(self, walk: Walk, progress: Progress | None = None) -> IndexReport:
@@ -128,8 +153,17 @@ class Indexer:
         Only files under the walk's roots are considered gone: a folder that
         was not part of this pass keeps its rows.
         """
+        with self.writing():
+            return self._sync(walk, progress)
+
+    def _sync(self, walk: Walk, progress: Progress | None) -> IndexReport:
         started = time.perf_counter()
         report = IndexReport(problems=list(walk.problems))
+        repaired = self.store.repair()
+        if repaired:
+            report.problems.append(
+                Problem(str(self.store.path), f"{repaired} half-written file(s) repaired")
+            )
         known = self.store.files()
         present = {str(f.path) for f in walk.files}
         roots = [str(r) for r in walk.roots]
@@ -154,7 +188,16 @@ class Indexer:
         known: dict[str, FileRecord] | None = None,
     ) -> IndexReport:
         """Index the given files (unchanged ones cost nothing); returns the report."""
-        report = report or IndexReport()
+        with self.writing():
+            return self._index_files(files, report or IndexReport(), progress, known)
+
+    def _index_files(
+        self,
+        files: Sequence[SourceFile],
+        report: IndexReport,
+        progress: Progress | None,
+        known: dict[str, FileRecord] | None,
+    ) -> IndexReport:
         known = self.store.files() if known is None else known
         self._adr_graphs.clear()  # ADRs may have changed since the last pass
         pending: list[Prepared] = []
@@ -165,7 +208,7 @@ class Indexer:
             if prepared is not None:
                 pending.append(prepared)
                 pending_chunks += len(prepared.chunks)
-                if pending_chunks >= EMBED_BATCH * 4:
+                if pending_chunks >= COMMIT_CHUNKS:
                     self._flush(pending, report)
                     pending, pending_chunks = [], 0
             if progress:
@@ -175,7 +218,8 @@ class Indexer:
 
     def remove_paths(self, paths: Iterable[str]) -> int:
         """Drop the rows of files that no longer exist (for the watcher)."""
-        return self.store.delete_files(paths)
+        with self.writing():
+            return self.store.delete_files(paths)
 
     # -- one file ----------------------------------------------------------------
 
@@ -278,7 +322,9 @@ class Indexer:
         record = graph.record_for_path(src.path)  # type: ignore[attr-defined]
         if record is None:
             return "", name, date
-        return str(record.id), str(record.title or name), str(record.date or date)
+        # The graph reads the raw file: its title is masked like everything stored.
+        title = mask_secrets(str(record.title)) if record.title else name
+        return str(record.id), title, str(record.date or date)
 
     # -- embedding and writing ---------------------------------------------------
 

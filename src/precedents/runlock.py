@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
@@ -113,3 +117,52 @@ def write_private(path: Path, text: str) -> None:
     with os.fdopen(fd, "w") as fh:
         fh.write(text)
     os.replace(tmp, path)
+
+
+WRITER = "writer"  # run/writer.lock: held by whichever process writes the store
+
+
+class WriterLock:
+    """One writer of the store at a time, across processes; re-entrant within one.
+
+    Two writers at once (two `reindex`, or `reindex` beside the watcher) each
+    decided from their own view of the store and wrote alongside: every file
+    ended up twice. The lock serializes them; the second one waits, told once
+    through ``on_wait`` (with the holder's pid) so the user sees why.
+    """
+
+    def __init__(
+        self,
+        run_dir: Path,
+        on_wait: Callable[[int | None], None] | None = None,
+        poll_s: float = 0.1,
+    ) -> None:
+        self.run_dir = run_dir
+        self.on_wait = on_wait
+        self.poll_s = poll_s
+        self._claim = Claim(run_dir, WRITER)
+        self._local = threading.RLock()
+        self._depth = 0
+
+    @contextmanager
+    def held(self) -> Iterator[bool]:
+        """Hold the lock for the block; yields True on the outermost entry (a fresh hold)."""
+        with self._local:
+            outer = self._depth == 0
+            if outer:
+                self._take()
+            self._depth += 1
+            try:
+                yield outer
+            finally:
+                self._depth -= 1
+                if self._depth == 0:
+                    self._claim.release()
+
+    def _take(self) -> None:
+        if self._claim.acquire():
+            return
+        if self.on_wait is not None:
+            self.on_wait(self._claim.holder())
+        while not self._claim.acquire():
+            time.sleep(self.poll_s)

@@ -266,6 +266,22 @@ def walk(sources: Iterable[SourceDir]) -> Walk:
     return result
 
 
+OUTSIDE = "symlink leads out of the source folder: not followed"
+
+
+def leaves_root(path: Path, root: Path) -> bool:
+    """Whether ``path`` (a symlink, or under one) really lies outside ``root``.
+
+    A link inside a notes folder to ``/etc/shadow`` or ``~/.ssh`` must not
+    turn a secret file into a note; links that stay inside are fine.
+    """
+    try:
+        target = path.resolve(strict=True)
+        return not target.is_relative_to(root.resolve(strict=True))
+    except (OSError, RuntimeError):  # broken, looping, or vanished: nothing to follow
+        return True
+
+
 def _walk_dir(src: SourceDir, problems: list[Problem]) -> Iterator[Path]:
     visited: set[tuple[int, int]] = set()
     stack = [src.root]
@@ -291,6 +307,12 @@ def _walk_dir(src: SourceDir, problems: list[Problem]) -> Iterator[Path]:
                 continue
             path = Path(entry.path)
             try:
+                if entry.is_symlink() and leaves_root(path, src.root):
+                    if os.path.exists(path):
+                        problems.append(Problem(str(path), OUTSIDE))
+                    else:
+                        problems.append(Problem(str(path), "broken or looping symlink"))
+                    continue
                 if entry.is_dir():
                     if src.recursive:
                         stack.append(path)

@@ -5,7 +5,14 @@ nor the daemon. Ranking lives in :mod:`precedents.recall`.
 """
 
 from precedents.store.collection import Store
-from precedents.store.opening import LazyStore, VectorModel, open_store
+from precedents.store.opening import (
+    LazyStore,
+    VectorModel,
+    beside,
+    open_store,
+    recover,
+    switch_in,
+)
 from precedents.store.schema import (
     KINDS,
     SHARED_PROJECT,
@@ -23,5 +30,8 @@ __all__ = [
     "LazyStore",
     "Store",
     "VectorModel",
+    "beside",
     "open_store",
+    "recover",
+    "switch_in",
 ]

@@ -15,6 +15,7 @@ Design notes (measured facts in SPEC §3):
 
 from __future__ import annotations
 
+import errno
 import functools
 import logging
 import time
@@ -64,8 +65,29 @@ _LANCE_ERRORS = (OSError, ValueError, RuntimeError)
 T = TypeVar("T")
 
 
+def disk_full(exc: BaseException) -> bool:
+    """Whether a LanceDB/OS failure is a full disk (or quota), whatever layer reported it."""
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    text = str(exc)
+    return "No space left on device" in text or "Disk quota exceeded" in text
+
+
+def failed(path: Path, action: str, exc: BaseException) -> StoreError:
+    """One line for a failed write: a full disk says so, without lance's internal paths."""
+    if disk_full(exc):
+        return StoreError(
+            f"{action} failed: the disk holding {path} is full; free some space and run "
+            "`precedents reindex` (nothing indexed before was lost)"
+        )
+    reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+    return StoreError(f"{action} failed: {reason}")
+
+
 def damaged(path: Path, exc: BaseException) -> StoreError:
     """The one-line error for an index LanceDB cannot read."""
+    if disk_full(exc):
+        return failed(path, "using the index", exc)
     reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
     return StoreError(
         f"the index at {path} is damaged or unreadable ({reason}); "
@@ -134,8 +156,8 @@ class Store:
             self._chunks = self._open_or_create(CHUNKS, chunks_schema(dimension))
             self._files = self._open_or_create(FILES, FILES_SCHEMA)
             self._meta = self._open_or_create(META, META_SCHEMA)
-        except (OSError, ValueError, RuntimeError) as exc:
-            raise StoreError(f"cannot open the index at {path}: {exc}") from exc
+        except _LANCE_ERRORS as exc:
+            raise failed(path, "opening the index", exc) from exc
         self._check_model()
 
     # -- opening ---------------------------------------------------------------
@@ -293,8 +315,8 @@ class Store:
                 .execute(data)
             )
             self._upsert_files([file for file, *_ in batch])
-        except (OSError, ValueError, RuntimeError) as exc:
-            raise StoreError(f"writing to the index failed: {exc}") from exc
+        except _LANCE_ERRORS as exc:
+            raise failed(self.path, "writing to the index", exc) from exc
         self._commits += 2
 
     def _upsert_files(self, files: Sequence[FileRecord]) -> None:
@@ -319,8 +341,8 @@ class Store:
         try:
             self._chunks.delete(where)
             self._files.delete(where)
-        except (OSError, ValueError, RuntimeError) as exc:
-            raise StoreError(f"deleting from the index failed: {exc}") from exc
+        except _LANCE_ERRORS as exc:
+            raise failed(self.path, "deleting from the index", exc) from exc
         self._commits += 2
         return len(known)
 
@@ -344,6 +366,31 @@ class Store:
                 # Another process may have just compacted: a fresh view, then judge.
                 self.refresh()
         return 0
+
+    @_translated
+    def repair(self) -> int:
+        """Drop what a crash left half-written; returns how many files it touched.
+
+        A file is written as two commits (its chunk rows, then its file row),
+        and deleted as two. Cut between them, the store held chunks with no
+        file row — a deleted note injected for good — or a file row whose
+        chunks are gone. Both kinds are removed, so the next pass indexes the
+        file again if it still exists. Reads two narrow columns, not the text.
+        """
+        files = self.files()
+        table = self._chunks.search().select(["path", "source_hash"]).limit(None).to_arrow()
+        hashes: dict[str, set[str]] = {}
+        for path, digest in zip(
+            table.column("path").to_pylist(), table.column("source_hash").to_pylist(), strict=True
+        ):
+            hashes.setdefault(path, set()).add(digest)
+        orphans = {p for p, h in hashes.items() if p not in files or h != {files[p].sha256}}
+        hollow = {p for p, f in files.items() if f.chunks > 0 and p not in hashes}
+        broken = sorted(orphans | hollow)
+        if broken:
+            log.warning("repairing %d half-written file(s) in the index", len(broken))
+            self.delete_files(broken)
+        return len(broken)
 
     def maybe_compact(self, force: bool = False) -> bool:
         """Compact and clean old versions after many commits (or when forced)."""

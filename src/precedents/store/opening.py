@@ -8,6 +8,7 @@ a store whose model is recorded costs no model load at all.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
@@ -48,6 +49,36 @@ def open_store(
         return Store(index_dir, model.model_id, model.dimension, reader=reader)
 
 
+def beside(index_dir: Path, role: str) -> Path:
+    """A sibling folder of the index: ``index.rebuild`` (a full rebuild), ``index.old``."""
+    return index_dir.with_name(f"{index_dir.name}.{role}")
+
+
+def switch_in(index_dir: Path, built: Path) -> None:
+    """Put a completely built store in place of ``index_dir`` (SPEC §5: beside, then switch).
+
+    Two renames: a reader that looks between them finds no index for an
+    instant and retries; a crash between them is undone by :func:`recover`.
+    """
+    old = beside(index_dir, "old")
+    Store.drop(old)
+    if index_dir.exists():
+        os.replace(index_dir, old)
+    os.replace(built, index_dir)
+    Store.drop(old)
+
+
+def recover(index_dir: Path) -> None:
+    """Undo what an interrupted switch or rebuild left: restore the old index, drop a
+    half-built one. Called by writers only, under the writer lock."""
+    old = beside(index_dir, "old")
+    if not index_dir.exists() and old.exists():
+        log.warning("an interrupted index switch left %s: restoring it", old)
+        os.replace(old, index_dir)
+    Store.drop(old)
+    Store.drop(beside(index_dir, "rebuild"))
+
+
 class LazyStore(Generic[M]):
     """Open the store without loading the model when its model and dimension are recorded."""
 
@@ -77,6 +108,8 @@ class LazyStore(Generic[M]):
         then says why.
         """
         self.rebuilt = ""
+        if not self.index_dir.name.endswith(".rebuild"):
+            recover(self.index_dir)
         try:
             stored = None if rebuild else Store.stored_model(self.index_dir)
         except StoreError as exc:

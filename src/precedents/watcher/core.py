@@ -123,6 +123,7 @@ class Watcher:
         self._watches = Watches(self._on_event)
         self._debouncer = Debouncer(self.timing.max_wait_s)
         self._pid = runlock.Claim(settings.run_dir, ROLE)
+        self._writer = runlock.WriterLock(settings.run_dir)
         self._stopping = threading.Event()
         self._ready = threading.Event()
         self._worker: threading.Thread | None = None
@@ -157,7 +158,8 @@ class Watcher:
         try:
             if self._store is None:
                 lazy = lazy_store(self.settings)
-                self._store = lazy.open()
+                with self._writer.held():  # opening may create or rebuild the store
+                    self._store = lazy.open()
                 load: Callable[[], Embedder] = lazy.model
             else:
                 given = self._embedder
@@ -165,7 +167,9 @@ class Watcher:
                     raise ValueError("a store was given without its embedder")
                 load = lambda: given  # noqa: E731
             # The model loads on the first chunk to embed; a clean start loads nothing.
-            self._indexer = Indexer(self.settings, self._store, lambda: CachedEmbedder(load()))
+            self._indexer = Indexer(
+                self.settings, self._store, lambda: CachedEmbedder(load()), self._writer
+            )
             self._watches.start()
             self._sync_watches()
             # daemon=True: a program that forgets stop() must still be able to exit;
@@ -253,9 +257,10 @@ class Watcher:
 
     def _drop_under(self, root: str) -> None:
         assert self._indexer is not None and self._store is not None
-        gone = [p for p in self._store.files() if within(p, root)]
+        with self._indexer.writing():
+            gone = [p for p in self._store.files() if within(p, root)]
+            removed = self._indexer.remove_paths(gone) if gone else 0
         if gone:
-            removed = self._indexer.remove_paths(gone)
             self.stats.files_removed += removed
             log.info("removed %d file(s) of vanished folder %s", removed, root)
 
@@ -409,6 +414,11 @@ class Watcher:
 
     def _apply(self, paths: Sequence[str]) -> None:
         """Index the paths that exist and belong to a source; drop the rows of the rest."""
+        assert self._indexer is not None
+        with self._indexer.writing():  # one writer at a time, and a fresh view of the store
+            self._apply_held(paths)
+
+    def _apply_held(self, paths: Sequence[str]) -> None:
         assert self._indexer is not None and self._store is not None
         started = time.perf_counter()
         known = self._store.files()

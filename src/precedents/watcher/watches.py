@@ -30,7 +30,7 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
-from precedents.sources import MEMORY_INDEX, SourceDir, SourceFile
+from precedents.sources import MEMORY_INDEX, SourceDir, SourceFile, leaves_root
 
 log = logging.getLogger("precedents.watcher")
 
@@ -69,8 +69,18 @@ def route(sources: Sequence[SourceDir], path: str) -> SourceFile | None:
             continue
         if src.kind == "note" and name == MEMORY_INDEX:
             continue
+        if _linked_out(Path(path), src.root):
+            continue
         return SourceFile(Path(path), src.kind, src.project, src.root)
     return None
+
+
+def _linked_out(path: Path, root: Path) -> bool:
+    """A file reached through a symlink that leaves its source folder (never indexed)."""
+    inside = [p for p in (path, *path.parents) if p != root and within(str(p), str(root))]
+    if not any(p.is_symlink() for p in inside):
+        return False
+    return leaves_root(path, root)
 
 
 def may_hold_sources(claude_dir: Path, path: str) -> bool:
