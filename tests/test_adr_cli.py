@@ -11,7 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from precedents.cli_adr import adr_app
+from precedents.cli.adr import adr_app
 
 app = typer.Typer()
 app.add_typer(adr_app, name="adr")

@@ -278,3 +278,28 @@ def test_a_full_disk_is_one_line_about_the_disk(tmp_path: Path) -> None:
     assert "Traceback" not in err and len(lines) == 1, err
     assert "disk" in lines[0] and "full" in lines[0], err
     assert "/rust/" not in err and ".rs:" not in err, err
+
+
+def test_the_adr_graph_cache_and_answers_hold_no_secret(home: Path, tmp_path: Path) -> None:
+    from precedents.adr_graph import build_graph
+    from precedents.secrets import mask_secrets
+
+    adrs = tmp_path / "adr"
+    adrs.mkdir()
+    body = "The CI token leaked. A distinctive body sentence."
+    (adrs / "0001-rotate.md").write_text(
+        f"# 1. Rotate the deploy token {GH_TOKEN}\n\n## Status\n\nAccepted\n\n## Context\n\n"
+        f"{body} Old value: {GH_TOKEN}\n"
+    )
+    cache = tmp_path / "cache"
+    graph = build_graph(adrs, cache, mask_secrets)
+    rec = graph.get("1")
+    assert GH_TOKEN not in rec.title and "Rotate the deploy token" in rec.title
+    assert GH_TOKEN not in graph.text_of(rec) and body in graph.text_of(rec)
+    assert graph.find(["distinctive"]) == [rec]  # found by its text, read on demand
+    stored = b"".join(p.read_bytes() for p in cache.rglob("*") if p.is_file())
+    assert GH_TOKEN.encode() not in stored and b"distinctive body" not in stored
+    assert all((p.stat().st_mode & 0o077) == 0 for p in cache.rglob("*") if p.is_file())
+    again = build_graph(adrs, cache, mask_secrets)
+    assert again.from_cache and GH_TOKEN not in again.get("1").title
+    assert all(GH_TOKEN not in s["text"] for s in again.chain("1")["sources"].values())

@@ -11,7 +11,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from precedents.cli_daemon import register
+from precedents.cli.daemon import register
 from precedents.hook.install import ARGS_SINCE, claude_version, install, is_ours, launcher_path
 
 USER_HOOK = {"type": "command", "command": "echo mine", "timeout": 2}

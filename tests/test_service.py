@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from importlib import resources
 from pathlib import Path
 
 import pytest
@@ -10,7 +12,14 @@ from typer.testing import CliRunner
 
 from precedents.cli import app
 from precedents.config import load_settings
-from precedents.service import SYSTEMD_UNITS, install_service, uninstall_service, unit_dir
+from precedents.service import (
+    LAUNCHD_AGENTS,
+    SYSTEMD_UNITS,
+    install_service,
+    template,
+    uninstall_service,
+    unit_dir,
+)
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="systemd units")
 
@@ -45,3 +54,33 @@ def test_cli_install_without_systemctl_says_so(
     assert "precedents-watch.service" in out.output
     assert "precedents-daemon.service" not in out.output
     assert "systemctl not found" in out.output
+
+
+def test_templates_ship_inside_the_package() -> None:
+    shipped = resources.files("precedents.service") / "templates"
+    for manager, names in (("systemd", SYSTEMD_UNITS), ("launchd", LAUNCHD_AGENTS)):
+        for name in names:
+            assert (shipped / manager / name).is_file()
+            text = template(manager, name)
+            assert "@PYTHON@" in text and "@HOME_DIR@" in text
+            assert "precedents.cli" in text  # the units run the CLI module, which must stay
+
+
+def test_dry_run_prints_the_units_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.setenv("PRECEDENTS_HOME", str(tmp_path / "state"))
+    out = CliRunner().invoke(app, ["service", "install", "--dry-run"])
+    assert out.exit_code == 0, out.output
+    target = tmp_path / "config" / "systemd" / "user"
+    assert f"== would write {target / 'precedents-watch.service'}" in out.output
+    assert f"== would write {target / 'precedents-daemon.service'}" in out.output
+    assert f"ExecStart={sys.executable} -m precedents.cli watch" in out.output
+    assert "would run: systemctl --user daemon-reload" in out.output
+    data = json.loads(
+        CliRunner().invoke(app, ["service", "install", "--dry-run", "--no-daemon", "--json"]).output
+    )
+    assert data["dry_run"] is True and data["files"] == [str(target / "precedents-watch.service")]
+    assert f"PRECEDENTS_HOME={tmp_path / 'state'}" in data["contents"][data["files"][0]]
+    assert not (tmp_path / "config").exists() and not (tmp_path / "state").exists()

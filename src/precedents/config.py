@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 import sys
 import tomllib
-from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 from precedents.errors import ConfigError
 
@@ -137,7 +137,41 @@ class Settings:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
 
-_PATH_LISTS = ("notes", "rules", "adrs", "conversations", "repos")
+# Settings fields that are not config.toml keys. `home` is the folder the
+# file itself lives in (PRECEDENTS_HOME moves everything), so the file cannot move it.
+NOT_FILE_KEYS = frozenset({"home"})
+
+# Environment variables, by setting; the first one set wins.
+ENV_VARS: dict[str, tuple[str, ...]] = {
+    "model": ("PRECEDENTS_MODEL",),
+    "device": ("PRECEDENTS_DEVICE",),
+    "max_file_bytes": ("PRECEDENTS_MAX_FILE_BYTES",),
+    "idle_timeout_s": ("PRECEDENTS_IDLE_TIMEOUT_S",),
+    "hook_budget_ms": ("PRECEDENTS_HOOK_BUDGET_MS",),
+    "claude_dir": ("PRECEDENTS_CLAUDE_DIR", "CLAUDE_CONFIG_DIR"),
+}
+
+
+def _string(value: Any, key: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"config: `{key}` must be a non-empty string")
+    return value
+
+
+def _number(value: Any, key: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"config: `{key}` must be a number")
+    return float(value)
+
+
+def _whole(value: Any, key: str) -> int:
+    return int(_number(value, key))
+
+
+def _flag(value: Any, key: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"config: `{key}` must be true or false")
+    return value
 
 
 def _paths(value: Any, key: str) -> tuple[Path, ...]:
@@ -146,6 +180,60 @@ def _paths(value: Any, key: str) -> tuple[Path, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"config: `{key}` must be a list of folder paths")
     return tuple(Path(v).expanduser() for v in value)
+
+
+def _path(value: Any, key: str) -> Path:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"config: `{key}` must be a folder path")
+    return Path(value).expanduser()
+
+
+def _thresholds(value: Any, key: str) -> dict[str, Thresholds]:
+    """``[thresholds."MODEL"]`` tables, each merged over that model's seed values."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"config: `{key}` must be a table of model -> values")
+    merged = dict(MODEL_THRESHOLDS)
+    for model, vals in value.items():
+        if not isinstance(vals, dict):
+            raise ConfigError(f'config: `{key}."{model}"` must be a table')
+        current = merged.get(model, Thresholds())
+        try:
+            merged[model] = replace(current, **{k: _number(v, k) for k, v in vals.items()})
+        except TypeError:
+            raise ConfigError(f"config: unknown threshold in `{model}`") from None
+    return merged
+
+
+# How a config.toml value becomes a field's value, by the field's declared type.
+_READERS: dict[object, Callable[[Any, str], Any]] = {
+    str: _string,
+    int: _whole,
+    float: _number,
+    bool: _flag,
+    Path: _path,
+    tuple[Path, ...]: _paths,
+    Mapping[str, Thresholds]: _thresholds,
+}
+
+
+def _file_readers() -> dict[str, Callable[[Any, str], Any]]:
+    """Every config.toml key with its reader: each Settings field but :data:`NOT_FILE_KEYS`.
+
+    A field of a type with no reader fails here, at import, so adding a field
+    either makes it a key or says what is missing.
+    """
+    readers: dict[str, Callable[[Any, str], Any]] = {}
+    for f in fields(Settings):
+        if f.name in NOT_FILE_KEYS:
+            continue
+        if _TYPES[f.name] not in _READERS:
+            raise TypeError(f"Settings.{f.name}: no config.toml reader for {_TYPES[f.name]}")
+        readers[f.name] = _READERS[_TYPES[f.name]]
+    return readers
+
+
+_TYPES = get_type_hints(Settings)  # field name -> its declared type
+FILE_KEYS = _file_readers()
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -160,96 +248,41 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
 
 
-def _number(value: Any, key: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigError(f"config: `{key}` must be a number")
-    return float(value)
-
-
-def _from_mapping(data: Mapping[str, Any], base: Settings) -> Settings:
-    known = {
-        "model",
-        "device",
-        "max_file_bytes",
-        "claude_dir",
-        "discover_claude",
-        "idle_timeout_s",
-        "hook_budget_ms",
-        "thresholds",
-        *_PATH_LISTS,
-    }
-    unknown = sorted(set(data) - known)
+def _from_file(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings a config.toml sets, read and checked."""
+    unknown = sorted(set(data) - set(FILE_KEYS))
     if unknown:
         raise ConfigError(f"config: unknown setting(s): {', '.join(unknown)}")
-    changes: dict[str, Any] = {}
-    for key in ("model", "device"):
-        if key in data:
-            if not isinstance(data[key], str) or not data[key]:
-                raise ConfigError(f"config: `{key}` must be a non-empty string")
-            changes[key] = data[key]
-    for key in ("max_file_bytes", "max_conversation_bytes"):
-        if key in data:
-            changes[key] = int(_number(data[key], key))
-    for key in ("idle_timeout_s", "hook_budget_ms"):
-        if key in data:
-            changes[key] = _number(data[key], key)
-    if "claude_dir" in data:
-        changes["claude_dir"] = _paths(data["claude_dir"], "claude_dir")[0]
-    if "discover_claude" in data:
-        if not isinstance(data["discover_claude"], bool):
-            raise ConfigError("config: `discover_claude` must be true or false")
-        changes["discover_claude"] = data["discover_claude"]
-    for key in _PATH_LISTS:
-        if key in data:
-            changes[key] = _paths(data[key], key)
-    if "thresholds" in data:
-        table = data["thresholds"]
-        if not isinstance(table, dict):
-            raise ConfigError("config: `thresholds` must be a table of model -> values")
-        merged = dict(base.thresholds)
-        for model, vals in table.items():
-            if not isinstance(vals, dict):
-                raise ConfigError(f'config: `thresholds."{model}"` must be a table')
-            current = merged.get(model, Thresholds())
-            try:
-                merged[model] = replace(current, **{k: _number(v, k) for k, v in vals.items()})
-            except TypeError:
-                raise ConfigError(f"config: unknown threshold in `{model}`") from None
-        changes["thresholds"] = merged
-    return replace(base, **changes)
+    return {key: FILE_KEYS[key](value, key) for key, value in data.items()}
 
 
-_ENV = {
-    "PRECEDENTS_MODEL": "model",
-    "PRECEDENTS_DEVICE": "device",
-    "PRECEDENTS_MAX_FILE_BYTES": "max_file_bytes",
-    "PRECEDENTS_IDLE_TIMEOUT_S": "idle_timeout_s",
-}
+def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The settings the environment sets, converted to their fields' types."""
+    out: dict[str, Any] = {}
+    for key, names in ENV_VARS.items():
+        var = next((n for n in names if environ.get(n)), None)
+        if var is None:
+            continue
+        raw, kind = environ[var], _TYPES[key]
+        try:
+            out[key] = Path(raw).expanduser() if kind is Path else kind(raw)
+        except ValueError:
+            what = "a whole number" if kind is int else "a number"
+            raise ConfigError(f"{var} must be {what}") from None
+    return out
 
 
-def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
-    """Resolve settings: explicit ``overrides`` beat env vars, which beat the TOML file.
+def load_settings(
+    config_file: Path | None = None, *, create_home: bool = True, **overrides: Any
+) -> Settings:
+    """Resolve settings: explicit ``overrides`` beat env vars, which beat the TOML file,
+    which beats the defaults.
 
     ``config_file`` defaults to ``<state dir>/config.toml``; a missing file is fine,
-    a malformed one raises :class:`ConfigError`.
+    a malformed one raises :class:`ConfigError`. ``create_home=False`` leaves a
+    missing state folder uncreated (for commands that must write nothing).
     """
-    home = state_dir()
-    settings = Settings(home=home)
-    settings = _from_mapping(_read_toml(config_file or home / CONFIG_FILE), settings)
-    env: dict[str, Any] = {}
-    for var, key in _ENV.items():
-        raw = os.environ.get(var)
-        if raw:
-            env[key] = raw
-    if "max_file_bytes" in env:
-        try:
-            env["max_file_bytes"] = int(env["max_file_bytes"])
-        except ValueError:
-            raise ConfigError("PRECEDENTS_MAX_FILE_BYTES must be a whole number") from None
-    if "idle_timeout_s" in env:
-        try:
-            env["idle_timeout_s"] = float(env["idle_timeout_s"])
-        except ValueError:
-            raise ConfigError("PRECEDENTS_IDLE_TIMEOUT_S must be a number") from None
-    settings = replace(settings, **env)
-    return settings.with_overrides(**overrides)
+    home = state_dir(create=create_home)
+    changes = _from_file(_read_toml(config_file or home / CONFIG_FILE))
+    changes |= _from_env(os.environ)
+    return replace(Settings(home=home), **changes).with_overrides(**overrides)

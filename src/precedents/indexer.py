@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
+from precedents.adr_graph import build_graph
 from precedents.chunking import (
     adr_summary,
     chunk_document,
@@ -311,19 +312,16 @@ class Indexer:
 
     def _adr_identity(self, src: SourceFile, name: str, date: str) -> tuple[str, str, str]:
         """The ADR's id, title and date as the ADR graph reads them (one parser for all)."""
-        from precedents.adr_graph import build_graph
-
         folder = src.path.parent
         graph = self._adr_graphs.get(folder)
         if graph is None:
             cache = self.settings.cache_dir / "adr"
-            graph = build_graph(folder, cache)
+            graph = build_graph(folder, cache, mask_secrets)
             self._adr_graphs[folder] = graph
         record = graph.record_for_path(src.path)  # type: ignore[attr-defined]
         if record is None:
             return "", name, date
-        # The graph reads the raw file: its title is masked like everything stored.
-        title = mask_secrets(str(record.title)) if record.title else name
+        title = str(record.title or name)  # masked by the graph, like everything stored
         return str(record.id), title, str(record.date or date)
 
     # -- embedding and writing ---------------------------------------------------

@@ -14,12 +14,12 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 from precedents.config import Settings
 from precedents.errors import UsageError
 from precedents.kinds import Kind
+from precedents.paths import git_root
 from precedents.store.schema import SHARED_PROJECT
 
 log = logging.getLogger("precedents.sources")
@@ -117,18 +117,7 @@ def encode_project_path(path: str) -> str:
 
 def project_root(path: str | Path) -> str:
     """A project's identity: the absolute path of the git root above ``path``, or ``path``."""
-    start = Path(path).expanduser().absolute()
-    return _git_root(str(start))
-
-
-@lru_cache(maxsize=256)
-def _git_root(start: str) -> str:
-    # Walking up for `.git` is what git does, without a 5-10 ms subprocess.
-    current = Path(start)
-    for candidate in (current, *current.parents):
-        if (candidate / ".git").exists():
-            return str(candidate)
-    return start
+    return str(git_root(path))
 
 
 def project_keys(root: str) -> list[str]:

@@ -18,7 +18,6 @@ from precedents.adr_graph.graph import (
     build_graph,
     default_adr_dir,
     find_adr_dirs,
-    git_root,
 )
 from precedents.adr_graph.model import (
     DEPRECATED,
@@ -54,5 +53,4 @@ __all__ = [
     "decide",
     "default_adr_dir",
     "find_adr_dirs",
-    "git_root",
 ]

@@ -12,13 +12,13 @@ import os
 import pickle
 import tempfile
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from precedents.adr_graph.model import AdrRecord, NonAdr
 
 # Bump when the parser or the rule changes: an old cache must not answer.
-CACHE_VERSION = "adr-graph-1"
+CACHE_VERSION = "adr-graph-2"  # 2: no record text, masked titles keyed apart
 
 
 @dataclass
@@ -44,11 +44,15 @@ class CachedGraph:
         warnings: Iterable[str],
         cycles: Iterable[Iterable[str]],
     ) -> CachedGraph:
-        """A snapshot of a built graph under ``key``, copied (later edits do not leak in)."""
+        """A snapshot of a built graph under ``key``, copied (later edits do not leak in).
+
+        Whole ADR texts are left out: the cache keeps what the graph needs
+        (ids, statuses, relations, titles), never a record's body.
+        """
         return cls(
             CACHE_VERSION,
             key,
-            list(records),
+            [replace(r, text="") for r in records],
             list(non_adrs),
             list(warnings),
             [list(c) for c in cycles],

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from precedents.adr_graph.model import AdrRecord, Finding, NonAdr, ParsedAdr, la
 from precedents.adr_graph.parse import parse_bytes, unreadable
 from precedents.adr_graph.status import Decision, decide
 from precedents.errors import UsageError
+from precedents.paths import git_root
 
 ADR_SUFFIXES = (".md", ".markdown")
 # Folders that hold no decisions but can be huge.
@@ -60,6 +61,7 @@ class AdrGraph:
         self.cycles = cycles
         self.key = key
         self.from_cache = False
+        self.mask: Callable[[str], str] | None = None  # set by build_graph
 
     def __iter__(self) -> Iterator[AdrRecord]:
         return iter(self.sorted())
@@ -133,9 +135,27 @@ class AdrGraph:
 
         Raises :class:`UsageError` when ``ref`` names no record, and
         :class:`precedents.adr_graph.chain.AdrChainError` when no accepted record
-        is current.
+        is current. Each source carries the record's text (masked, see :meth:`text_of`).
         """
-        return chain(self.records, self.get(ref))
+        packet = chain(self.records, self.get(ref))
+        for rid, source in packet["sources"].items():
+            source["text"] = self.text_of(self.records[rid])
+        return packet
+
+    def raw_text(self, rec: AdrRecord) -> str:
+        """The record's file as text ('' when it cannot be read): read on demand, since
+        neither the records nor the cache keep whole ADRs."""
+        if rec.text:
+            return rec.text
+        try:
+            return tx.decode((self.folder / rec.path).read_bytes())
+        except (OSError, UnicodeDecodeError):
+            return ""
+
+    def text_of(self, rec: AdrRecord) -> str:
+        """The record's text as it may be shown: secrets masked when the graph masks."""
+        text = self.raw_text(rec)
+        return self.mask(text) if self.mask is not None else text
 
     def check(self) -> list[Finding]:
         """Cycles, dangling links, disagreements, cross-component replacements, no status."""
@@ -144,8 +164,12 @@ class AdrGraph:
     def find(self, words: Iterable[str]) -> list[AdrRecord]:
         """Records whose title or text contains every word (case-insensitive)."""
         needles = [w.lower() for w in words if w.strip()]
+        if not needles:
+            return list(self)
         return [
-            r for r in self if all(n in r.title.lower() or n in r.text.lower() for n in needles)
+            r
+            for r in self
+            if all(n in r.title.lower() or n in self.raw_text(r).lower() for n in needles)
         ]
 
     def as_dict(self) -> dict[str, Any]:
@@ -170,12 +194,17 @@ def iter_files(folder: Path) -> list[str]:
     return sorted(out)
 
 
-def build_graph(folder: Path, cache_dir: Path | None = None) -> AdrGraph:
+def build_graph(
+    folder: Path, cache_dir: Path | None = None, mask: Callable[[str], str] | None = None
+) -> AdrGraph:
     """Parse every ADR of ``folder`` and decide each one's status.
 
     With ``cache_dir``, the graph is stored under a hash of every ADR file's
-    name and content; an unchanged folder is not parsed again. Raises
-    :class:`UsageError` when ``folder`` is not a folder.
+    name and content; an unchanged folder is not parsed again. ``mask`` (the
+    secret masker; this package does not import it) is applied to titles and
+    to any text the graph hands out, so neither the cache nor an answer holds
+    a secret from a record. Raises :class:`UsageError` when ``folder`` is not
+    a folder.
     """
     folder = Path(folder).expanduser()
     if not folder.is_dir():
@@ -187,7 +216,8 @@ def build_graph(folder: Path, cache_dir: Path | None = None) -> AdrGraph:
             blobs[name] = (folder / name).read_bytes()
         except OSError:
             blobs[name] = None
-    key = cache_mod.folder_key(blobs)
+    # A masked graph and an unmasked one are cached apart: one never answers for the other.
+    key = cache_mod.folder_key(blobs) + (":masked" if mask is not None else "")
     if cache_dir is not None:
         cached = cache_mod.load(cache_dir, folder, key)
         if cached is not None:
@@ -195,8 +225,10 @@ def build_graph(folder: Path, cache_dir: Path | None = None) -> AdrGraph:
                 folder, cached.records, cached.non_adrs, cached.warnings, cached.cycles, key
             )
             graph.from_cache = True
+            graph.mask = mask
             return graph
-    graph = _build(folder, blobs, key)
+    graph = _build(folder, blobs, key, mask)
+    graph.mask = mask
     if cache_dir is not None:
         snapshot = cache_mod.CachedGraph.of(
             key, graph.records.values(), graph.non_adrs, graph.warnings, graph.cycles
@@ -205,11 +237,13 @@ def build_graph(folder: Path, cache_dir: Path | None = None) -> AdrGraph:
     return graph
 
 
-def _build(folder: Path, blobs: dict[str, bytes | None], key: str) -> AdrGraph:
+def _build(
+    folder: Path, blobs: dict[str, bytes | None], key: str, mask: Callable[[str], str] | None
+) -> AdrGraph:
     """Parse every file, apply the rule to the whole folder, and make the records."""
     parsed, non_adrs, warnings = _parse_all(blobs)
     verdict = decide(parsed)
-    records = [_record(rid, p, verdict.decisions[rid]) for rid, p in parsed.items()]
+    records = [_record(rid, p, verdict.decisions[rid], mask) for rid, p in parsed.items()]
     return AdrGraph(folder, records, non_adrs, warnings, verdict.cycles, key)
 
 
@@ -238,7 +272,9 @@ def _parse_all(
     return parsed, non_adrs, warnings
 
 
-def _record(rid: str, p: ParsedAdr, d: Decision) -> AdrRecord:
+def _record(
+    rid: str, p: ParsedAdr, d: Decision, mask: Callable[[str], str] | None = None
+) -> AdrRecord:
     """One record as callers see it: what the parser read plus what the rule decided."""
     current: str | list[str] | None = (
         None if not d.current else d.current[0] if len(d.current) == 1 else list(d.current)
@@ -247,7 +283,7 @@ def _record(rid: str, p: ParsedAdr, d: Decision) -> AdrRecord:
         path=p.path,
         id=rid,
         number=p.number,
-        title=p.title,
+        title=mask(p.title) if mask is not None and p.title else p.title,
         declared_status=p.declared_status,
         status=d.status,
         successors=[t.display for t in d.successors],
@@ -259,7 +295,7 @@ def _record(rid: str, p: ParsedAdr, d: Decision) -> AdrRecord:
         implicit=p.implicit,
         reason=d.reason,
         warnings=list(p.warnings),
-        text=p.text,
+        text="" if mask is not None else p.text,  # masked graphs read it on demand
         successor_refs=[
             {"target": t.display, "id": t.id, "kind": t.kind, "label": t.label}
             for t in d.successors
@@ -308,15 +344,6 @@ def default_adr_dir(start: Path, configured: Iterable[Path] = ()) -> Path:
         looked = ", ".join(CONVENTIONAL_DIRS)
         raise UsageError(f"no ADR folder in {root} (looked for {looked}); pass --dir PATH")
     return found[0]
-
-
-def git_root(start: Path) -> Path:
-    """The git root above ``start`` (a ``.git`` folder or file), else ``start`` itself."""
-    start = Path(start).expanduser().resolve()
-    for p in (start, *start.parents):
-        if (p / ".git").exists():
-            return p
-    return start
 
 
 def label(rec: AdrRecord) -> str:

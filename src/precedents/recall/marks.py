@@ -17,6 +17,7 @@ from threading import Lock
 from typing import Any
 
 from precedents.adr_graph import build_graph
+from precedents.secrets import mask_secrets
 from precedents.store.schema import DocumentRecord
 
 log = logging.getLogger("precedents.daemon")
@@ -41,7 +42,7 @@ class AdrMarks:
         with self._lock:
             if folder in self._graphs:
                 return self._graphs[folder]
-        graph = build_graph(folder, self.cache_dir)
+        graph = build_graph(folder, self.cache_dir, mask_secrets)
         with self._lock:
             self._graphs[folder] = graph
         return graph

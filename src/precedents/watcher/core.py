@@ -33,10 +33,12 @@ from typing import Any
 from watchdog.events import FileSystemEvent
 
 from precedents import runlock
+from precedents.adr_graph import build_graph
 from precedents.config import Settings
 from precedents.embedding import Embedder
 from precedents.errors import PrecedentsError, UsageError
 from precedents.indexer import Indexer, IndexReport, lazy_store
+from precedents.secrets import mask_secrets
 from precedents.sources import SourceDir, SourceFile, Sources, configured_sources, walk
 from precedents.store import Store
 from precedents.watcher.debounce import Debouncer
@@ -459,12 +461,10 @@ class Watcher:
         folders = {Path(p).parent for p in removed if getattr(known.get(p), "kind", "") == "adr"}
         if not folders:
             return
-        from precedents.adr_graph import build_graph
-
         for folder in folders:
             if folder.is_dir():
                 try:
-                    build_graph(folder, self.settings.cache_dir / "adr")
+                    build_graph(folder, self.settings.cache_dir / "adr", mask_secrets)
                 except Exception as exc:  # the daemon rebuilds it on demand anyway
                     log.warning("ADR graph of %s: %s", folder, type(exc).__name__)
 

@@ -1,11 +1,11 @@
 """`precedents service install/uninstall`: run the watcher (and daemon) at login.
 
 Linux gets systemd user units (``~/.config/systemd/user``), macOS LaunchAgents
-(``~/Library/LaunchAgents``). The unit files are the templates in the
-repository's ``systemd/`` and ``launchd/`` folders with the interpreter and the
-state folder filled in, so what is installed is exactly what is reviewed there.
-When ``systemctl``/``launchctl`` is missing the files are still written and
-the result says so; nothing else on the system is touched.
+(``~/Library/LaunchAgents``). The unit files are the templates shipped in this
+package (``templates/systemd/``, ``templates/launchd/``) with the interpreter
+and the state folder filled in, so what is installed is exactly what is
+reviewed there. When ``systemctl``/``launchctl`` is missing the files are still
+written and the result says so; nothing else on the system is touched.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from importlib import resources
 from pathlib import Path
 
 from precedents.config import Settings
@@ -22,26 +23,30 @@ from precedents.errors import PrecedentsError, UsageError
 
 SYSTEMD_UNITS = ("precedents-watch.service", "precedents-daemon.service")
 LAUNCHD_AGENTS = ("dev.precedents.watch.plist", "dev.precedents.daemon.plist")
-TEMPLATES = Path(__file__).resolve().parents[2]
 
 
 @dataclass
 class ServiceResult:
-    """What install/uninstall wrote or removed, and what the service manager said."""
+    """What install/uninstall wrote or removed (or, dry, would), and what the manager said."""
 
     manager: str
     files: list[str] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    dry_run: bool = False
+    contents: dict[str, str] = field(default_factory=dict)  # path -> unit text, dry runs only
 
     def to_json(self) -> dict[str, object]:
-        """The ``--json`` shape."""
-        return {
+        """The ``--json`` shape (a dry run adds ``dry_run`` and each file's ``contents``)."""
+        out: dict[str, object] = {
             "manager": self.manager,
             "files": self.files,
             "commands": self.commands,
             "notes": self.notes,
         }
+        if self.dry_run:
+            out |= {"dry_run": True, "contents": self.contents}
+        return out
 
 
 def _platform_manager() -> str:
@@ -60,16 +65,33 @@ def unit_dir(manager: str) -> Path:
     return Path(base) / "systemd" / "user"
 
 
-def render(template: Path, settings: Settings, python: str) -> str:
-    """A unit file with ``@PYTHON@`` and ``@HOME_DIR@`` filled in."""
+def template(manager: str, name: str) -> str:
+    """The text of a unit template shipped in this package."""
     try:
-        text = template.read_text(encoding="utf-8")
+        return (resources.files(__name__) / "templates" / manager / name).read_text(
+            encoding="utf-8"
+        )
     except OSError:
-        raise UsageError(
-            f"{template}: service template not found (install precedents from its checkout "
-            "with `make run`, which keeps systemd/ and launchd/ beside the package)"
+        raise PrecedentsError(
+            f"{manager}/{name}: service template missing from the installed package "
+            "(reinstall precedents)"
         ) from None
+
+
+def render(manager: str, name: str, settings: Settings, python: str) -> str:
+    """A unit file with ``@PYTHON@`` and ``@HOME_DIR@`` filled in."""
+    text = template(manager, name)
     return text.replace("@PYTHON@", python).replace("@HOME_DIR@", str(settings.home))
+
+
+def _load_commands(manager: str, names: tuple[str, ...], paths: list[str]) -> list[list[str]]:
+    """What enables and starts the written units."""
+    if manager == "systemd":
+        return [
+            ["systemctl", "--user", "daemon-reload"],
+            ["systemctl", "--user", "enable", "--now", *names],
+        ]
+    return [["launchctl", "load", "-w", path] for path in paths]
 
 
 def _run(cmd: list[str], result: ServiceResult) -> None:
@@ -84,32 +106,40 @@ def _run(cmd: list[str], result: ServiceResult) -> None:
 
 
 def install_service(
-    settings: Settings, *, daemon: bool = True, python: str | None = None, load: bool = True
+    settings: Settings,
+    *,
+    daemon: bool = True,
+    python: str | None = None,
+    load: bool = True,
+    dry_run: bool = False,
 ) -> ServiceResult:
-    """Write (and load) the watcher unit, and the daemon's unless ``daemon`` is False."""
+    """Write (and load) the watcher unit, and the daemon's unless ``daemon`` is False.
+
+    With ``dry_run``, nothing is written or run: the result holds the paths, the
+    rendered contents and the commands that would run.
+    """
     manager = _platform_manager()
-    interpreter = python or sys.executable
     names = SYSTEMD_UNITS if manager == "systemd" else LAUNCHD_AGENTS
     chosen = names if daemon else names[:1]
     folder = unit_dir(manager)
+    units = {
+        str(folder / n): render(manager, n, settings, python or sys.executable) for n in chosen
+    }
+    result = ServiceResult(manager, files=list(units), dry_run=dry_run)
+    commands = _load_commands(manager, chosen, result.files) if load else []
+    if dry_run:
+        result.contents = units
+        result.commands = [" ".join(cmd) for cmd in commands]
+        return result
     folder.mkdir(parents=True, exist_ok=True)
     (settings.home / "logs").mkdir(parents=True, exist_ok=True)
-    result = ServiceResult(manager)
-    for name in chosen:
-        template = TEMPLATES / manager / name
-        target = folder / name
+    for path, text in units.items():
         try:
-            target.write_text(render(template, settings, interpreter), encoding="utf-8")
+            Path(path).write_text(text, encoding="utf-8")
         except OSError as exc:
-            raise PrecedentsError(f"{target}: cannot write ({exc.strerror})") from None
-        result.files.append(str(target))
-    if load:
-        if manager == "systemd":
-            _run(["systemctl", "--user", "daemon-reload"], result)
-            _run(["systemctl", "--user", "enable", "--now", *chosen], result)
-        else:
-            for path in result.files:
-                _run(["launchctl", "load", "-w", path], result)
+            raise PrecedentsError(f"{path}: cannot write ({exc.strerror})") from None
+    for cmd in commands:
+        _run(cmd, result)
     return result
 
 

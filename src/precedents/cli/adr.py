@@ -9,20 +9,16 @@ exits 1; `check` exits 1 when it finds an error, so it can run in CI.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any
 
 import typer
 
 from precedents.adr_graph import AdrGraph, AdrRecord, build_graph, default_adr_dir
-from precedents.cli_common import print_json
-from precedents.errors import PrecedentsError, UsageError
-
-adr_app = typer.Typer(
-    help="Architecture decision records: effective statuses, chains and checks.",
-    no_args_is_help=True,
-)
+from precedents.cli.common import JsonOpt, add_commands, print_json
+from precedents.config import Settings, load_settings
+from precedents.errors import PrecedentsError
+from precedents.secrets import mask_secrets
 
 DirOption = Annotated[
     Path | None,
@@ -32,49 +28,23 @@ DirOption = Annotated[
         file_okay=False,
     ),
 ]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
-T = TypeVar("T")
+IdArgument = Annotated[str, typer.Argument(metavar="ID", help="ADR id, number or path.")]
 
 
-def _fail(message: str, code: int) -> typer.Exit:
-    typer.echo(f"precedents adr: {message}", err=True)
-    return typer.Exit(code)
-
-
-def _guard(fn: Callable[[], T]) -> T:
-    """Run library code; user mistakes exit 2, other known failures exit 1."""
+def _settings() -> Settings | None:
     try:
-        return fn()
-    except UsageError as exc:
-        raise _fail(str(exc), 2) from None
-    except PrecedentsError as exc:
-        raise _fail(str(exc), 1) from None
-
-
-def _cache_dir() -> Path | None:
-    try:
-        from precedents.config import load_settings
-
-        return load_settings().cache_dir / "adr"
+        return load_settings()
     except PrecedentsError:
-        return None  # a broken config must not stop an ADR query; run uncached
+        return None  # a broken config must not stop an ADR query: run uncached, unconfigured
 
 
 def _graph(folder: Path | None) -> AdrGraph:
-    def build() -> AdrGraph:
-        target = folder
-        if target is None:
-            configured: tuple[Path, ...] = ()
-            try:
-                from precedents.config import load_settings
-
-                configured = load_settings().adrs
-            except PrecedentsError:
-                pass
-            target = default_adr_dir(Path.cwd(), configured)
-        return build_graph(target, _cache_dir())
-
-    return _guard(build)
+    """The graph of ``folder``, else of the configured or conventional ADR folder here."""
+    settings = _settings()
+    if folder is None:
+        folder = default_adr_dir(Path.cwd(), settings.adrs if settings else ())
+    cache = settings.cache_dir / "adr" if settings else None
+    return build_graph(folder, cache, mask_secrets)
 
 
 def _line(rec: AdrRecord) -> str:
@@ -82,8 +52,7 @@ def _line(rec: AdrRecord) -> str:
     return f"{rec.label:<12} {rec.status:<21} {rec.title}{mark}  ({rec.path})"
 
 
-@adr_app.command("list")
-def list_cmd(dir: DirOption = None, json_out: JsonOption = False) -> None:
+def list_cmd(dir: DirOption = None, json_out: JsonOpt = False) -> None:
     """Every ADR with its effective status, successors and mark; other files apart."""
     graph = _graph(dir)
     if json_out:
@@ -99,21 +68,16 @@ def list_cmd(dir: DirOption = None, json_out: JsonOption = False) -> None:
         typer.echo(f"warning: {warning}", err=True)
 
 
-@adr_app.command("find")
 def find_cmd(
     words: Annotated[list[str], typer.Argument(help="Words that must all appear.")],
     dir: DirOption = None,
-    json_out: JsonOption = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """ADRs whose title or text contains every word, with status and date."""
     hits = _graph(dir).find(words)
     if json_out:
-        print_json(
-            [
-                {k: r.as_dict()[k] for k in ("path", "id", "title", "status", "mark", "date")}
-                for r in hits
-            ]
-        )
+        keys = ("path", "id", "title", "status", "mark", "date")
+        print_json([{k: r.as_dict()[k] for k in keys} for r in hits])
         return
     for rec in hits:
         typer.echo(f"{rec.date or '':10} {_line(rec)}")
@@ -121,17 +85,13 @@ def find_cmd(
         typer.echo("no ADR matches", err=True)
 
 
-@adr_app.command("show")
-def show_cmd(
-    adr_id: Annotated[str, typer.Argument(metavar="ID", help="ADR id, number or path.")],
-    dir: DirOption = None,
-    json_out: JsonOption = False,
-) -> None:
+def show_cmd(adr_id: IdArgument, dir: DirOption = None, json_out: JsonOpt = False) -> None:
     """One ADR: its mark first, then its header and its text."""
     graph = _graph(dir)
-    rec = _guard(lambda: graph.get(adr_id))
+    rec = graph.get(adr_id)
+    text = graph.text_of(rec)
     if json_out:
-        print_json(rec.as_dict(with_text=True))
+        print_json({**rec.as_dict(), "text": text})
         return
     externals = [s["target"] for s in rec.successor_refs if s["kind"] == "external"]
     mark = rec.mark or "live"
@@ -149,21 +109,21 @@ def show_cmd(
     for rel in rec.relations:
         typer.echo(f"{rel['type'].replace('_', ' ')}: {rel['target']}")
     typer.echo("")
-    sys.stdout.write(rec.text if rec.text.endswith("\n") else rec.text + "\n")
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
 
 
-@adr_app.command("chain")
-def chain_cmd(
-    adr_id: Annotated[str, typer.Argument(metavar="ID", help="ADR id, number or path.")],
-    dir: DirOption = None,
-    json_out: JsonOption = False,
-) -> None:
+def chain_cmd(adr_id: IdArgument, dir: DirOption = None, json_out: JsonOpt = False) -> None:
     """Follow replacements to the ADR in force: current policy, then history."""
     graph = _graph(dir)
-    packet = _guard(lambda: graph.chain(adr_id))
+    packet = graph.chain(adr_id)
     if json_out:
         print_json(packet)
         return
+    _print_chain(graph, packet)
+
+
+def _print_chain(graph: AdrGraph, packet: dict[str, Any]) -> None:
+    """The records in force with their text, then the replaced ones as history."""
     current = packet["current"] if isinstance(packet["current"], list) else [packet["current"]]
     sources = packet["sources"]
     typer.echo("CURRENT POLICY (in force):")
@@ -184,8 +144,7 @@ def chain_cmd(
         typer.echo(f"\ncross-component replacement: {crossing['components']}")
 
 
-@adr_app.command("check")
-def check_cmd(dir: DirOption = None, json_out: JsonOption = False) -> None:
+def check_cmd(dir: DirOption = None, json_out: JsonOpt = False) -> None:
     """Cycles, dangling links, disagreements, cross-component replacements, missing
     statuses. Exit 1 when any error is found (for CI)."""
     graph = _graph(dir)
@@ -209,4 +168,19 @@ def check_cmd(dir: DirOption = None, json_out: JsonOption = False) -> None:
             err=bool(findings),
         )
     if errors:
-        raise typer.Exit(1)
+        raise typer.Exit(1)  # findings, not a failure of the command: already printed
+
+
+adr_app = typer.Typer(
+    help="Architecture decision records: effective statuses, chains and checks.",
+    no_args_is_help=True,
+)
+add_commands(
+    adr_app,
+    {"list": list_cmd, "find": find_cmd, "show": show_cmd, "chain": chain_cmd, "check": check_cmd},
+)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the `adr` group to the main command line."""
+    app.add_typer(adr_app, name="adr")

@@ -1,9 +1,4 @@
-"""The `serve` and `install-hook` commands; :func:`register` adds them to the main app.
-
-Kept apart from cli.py so the daemon's options live with the daemon's code;
-cli.py calls :func:`register`. Errors follow cli.py's convention: one line on
-stderr, exit 2 for user mistakes, 1 for failures, never a traceback.
-"""
+"""`serve` and `install-hook`: the query daemon and the Claude Code hook that asks it."""
 
 from __future__ import annotations
 
@@ -13,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from precedents.cli_common import errors
+from precedents.cli.common import JsonOpt, add_commands, print_json
 from precedents.config import load_settings
 from precedents.errors import UsageError
 
@@ -53,7 +48,7 @@ def serve(
     reason = run_daemon(settings, idle_timeout_s=idle_timeout, transport="tcp" if tcp else None)
     typer.echo(f"daemon stopped: {reason}", err=True)
     if reason.startswith("error"):
-        raise typer.Exit(1)
+        raise typer.Exit(1)  # the daemon has logged why; the line above says so
 
 
 def install_hook(
@@ -70,9 +65,10 @@ def install_hook(
     form: Annotated[
         str, typer.Option("--form", help="auto (ask `claude --version`), exec or shell.")
     ] = "auto",
-    as_json: Annotated[bool, typer.Option("--json", help="Print data as JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Register the UserPromptSubmit and SessionStart hooks in Claude Code's settings.json."""
+    from precedents.hook import PROMPT_BUDGET_MS
     from precedents.hook.install import install, settings_path
 
     if user and project is not None:
@@ -81,15 +77,16 @@ def install_hook(
         raise UsageError("--form must be auto, exec or shell")
     settings = load_settings()
     path = settings_path(project, user, settings.claude_dir)
+    # Only a budget other than the hook's own default goes into its arguments.
     budget = settings.hook_budget_ms
     report = install(
         path,
         uninstall=uninstall,
         exec_form=None if form == "auto" else form == "exec",
-        budget_ms=None if budget == 300 else budget,
+        budget_ms=None if budget == PROMPT_BUDGET_MS else budget,
     )
     if as_json:
-        typer.echo(json.dumps(report.to_json(), indent=2))
+        print_json(report.to_json())
         return
     messages = {
         "installed": f"hooks registered in {path} ({'exec' if report.exec_form else 'shell'} form)",
@@ -102,5 +99,4 @@ def install_hook(
 
 def register(app: typer.Typer) -> None:
     """Add `serve` and `install-hook` to the main command line."""
-    app.command("serve")(errors(serve))
-    app.command("install-hook")(errors(install_hook))
+    add_commands(app, {"serve": serve, "install-hook": install_hook})

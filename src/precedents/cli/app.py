@@ -1,0 +1,51 @@
+"""The typer app: the root callback, and every command group attached by its ``register``."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Annotated
+
+import typer
+
+import precedents.cli.adr as adr
+import precedents.cli.daemon as daemon
+import precedents.cli.evaluate as evaluate
+import precedents.cli.index as index
+import precedents.cli.query as query
+import precedents.cli.service as service
+import precedents.cli.watch as watch
+from precedents.config import private_umask
+
+app = typer.Typer(
+    help="Local memory recall for AI coding agents: notes, rules, ADRs and conversations.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+# Every group attaches the same way, through its module's register(app). The
+# order is the order `precedents --help` lists them in (sub-groups come last).
+for group in (watch, daemon, index, query, evaluate, adr, service):
+    group.register(app)
+
+
+@app.callback()
+def _root(
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Log progress to stderr.")
+    ] = False,
+) -> None:
+    # Entry points alone set the umask: the store holds excerpts of private notes,
+    # so everything this process creates is for its owner only.
+    private_umask()
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

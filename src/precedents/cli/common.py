@@ -1,0 +1,88 @@
+"""What every command module shares: the error boundary, JSON printing, the shared options.
+
+The error boundary is the only place where library errors become exit codes:
+one line on stderr, exit 2 for a user's mistake (:class:`UsageError`), 1 for
+other failures, 130 on Ctrl-C; never a traceback. Every command is attached
+through :func:`add_commands`, so none can bypass it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import typer
+
+from precedents.errors import PrecedentsError, UsageError
+from precedents.sources import Sources
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# One declaration of each option that several commands take, so their names
+# and help texts cannot drift apart between commands.
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print data as JSON.")]
+ProjectOpt = Annotated[
+    str | None,
+    typer.Option("--project", "--repo", help="Project root (default: this directory's root)."),
+]
+ModelOpt = Annotated[str | None, typer.Option(help="Embedding model id or folder.")]
+NotesOpt = Annotated[list[Path] | None, typer.Option("--notes", help="A notes folder.")]
+RulesOpt = Annotated[list[Path] | None, typer.Option("--rules", help="A rules folder.")]
+AdrsOpt = Annotated[list[Path] | None, typer.Option("--adrs", help="An ADR folder.")]
+ConversationsOpt = Annotated[
+    list[Path] | None, typer.Option("--conversations", help="A folder of .jsonl logs.")
+]
+
+
+def to_sources(
+    notes: list[Path] | None,
+    rules: list[Path] | None,
+    adrs: list[Path] | None,
+    conversations: list[Path] | None,
+    project: str | None,
+) -> Sources:
+    """The folders named by ``--notes/--rules/--adrs/--conversations`` for ``--project``."""
+    return Sources(
+        tuple(notes or ()),
+        tuple(rules or ()),
+        tuple(adrs or ()),
+        tuple(conversations or ()),
+        project,
+    )
+
+
+def fail(message: str, code: int) -> NoReturn:
+    """Print a one-line error and exit with ``code``."""
+    typer.echo(f"precedents: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def errors(fn: F) -> F:
+    """Turn library errors raised by a command into one-line messages and exit codes."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except UsageError as exc:
+            fail(str(exc), 2)
+        except PrecedentsError as exc:
+            fail(str(exc), 1)
+        except KeyboardInterrupt:
+            fail("interrupted", 130)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def add_commands(app: typer.Typer, commands: Mapping[str, Callable[..., Any]]) -> None:
+    """Attach ``commands`` (name -> function) to ``app``, each behind the error boundary."""
+    for name, fn in commands.items():
+        app.command(name)(errors(fn))
+
+
+def print_json(data: Any) -> None:
+    """Data as indented JSON, non-ASCII kept readable."""
+    typer.echo(json.dumps(data, ensure_ascii=False, indent=2))

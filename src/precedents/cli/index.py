@@ -1,0 +1,121 @@
+"""`setup`, `reindex` and `status`: make the model available, build the index, describe it."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from precedents import api
+from precedents.cli.common import (
+    AdrsOpt,
+    ConversationsOpt,
+    JsonOpt,
+    ModelOpt,
+    NotesOpt,
+    ProjectOpt,
+    RulesOpt,
+    add_commands,
+    print_json,
+    to_sources,
+)
+from precedents.config import load_settings
+from precedents.errors import PrecedentsError
+from precedents.indexer import IndexReport
+
+
+def setup(
+    model: Annotated[str | None, typer.Option(help="sentence-transformers id or folder.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Make the model available (the only command that may download), then load it once."""
+    info = api.setup(load_settings(), model)
+    if as_json:
+        print_json(info)
+        return
+    typer.echo(
+        f"model {info['model']} ({info['dimension']}d) ready on {info['device']}, "
+        f"loaded in {info['load_seconds']}s from {info['path']}"
+    )
+
+
+def reindex(
+    full: Annotated[bool, typer.Option("--full", help="Drop the index and re-embed all.")] = False,
+    notes: NotesOpt = None,
+    rules: RulesOpt = None,
+    adrs: AdrsOpt = None,
+    conversations: ConversationsOpt = None,
+    project: ProjectOpt = None,
+    model: ModelOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Index what changed (by content hash); with folders given, index only those."""
+    from precedents.cli.progress import index_progress
+
+    with index_progress(enabled=not as_json) as progress:
+        report = api.reindex(
+            load_settings(model=model),
+            full=full,
+            sources=to_sources(notes, rules, adrs, conversations, project),
+            progress=progress,
+        )
+    if as_json:
+        print_json(report.to_json())
+    else:
+        typer.echo(_summary(report))
+        for p in report.problems:
+            typer.echo(f"  skipped/warned: {p.path}: {p.reason}", err=True)
+    if report.files_seen and report.files_indexed + report.files_unchanged == 0:
+        raise PrecedentsError("nothing could be indexed")
+
+
+def _summary(report: IndexReport) -> str:
+    """The one-line summary of a pass: files, chunks, time and rate."""
+    model = (
+        f"; model loaded in {report.model_seconds:.1f}s)" if report.model_seconds >= 0.05 else ")"
+    )
+    return (
+        f"{report.files_seen} files: {report.files_indexed} indexed, "
+        f"{report.files_unchanged} unchanged, {report.files_deleted} removed; "
+        f"{report.chunks_embedded} chunks embedded in {report.seconds:.1f}s "
+        f"({report.chunks_per_second:.0f}/s{model}"
+    )
+
+
+def status(as_json: JsonOpt = False) -> None:
+    """Sources, counts per kind and project, model, device, store size, last index time."""
+    info = api.status(load_settings())
+    if as_json:
+        print_json(info)
+        return
+    for line in _status_lines(info):
+        typer.echo(line)
+
+
+def _status_lines(info: dict[str, Any]) -> list[str]:
+    """The human-readable `status` report."""
+    built = (
+        f" (index built with {info['indexed_model']}, {info['dimension']}d)"
+        if info["indexed_model"]
+        else " (no index yet)"
+    )
+    lines = [
+        f"state:   {info['state_dir']}",
+        f"model:   {info['model']} on {info['device']}{built}",
+        f"index:   {info['documents']} documents, {info['chunks']} chunks, "
+        f"{info['store_bytes'] / 1e6:.1f} MB, last indexed {info['last_indexed'] or 'never'}",
+    ]
+    for kind, c in info["kinds"].items():
+        lines.append(f"  {kind:<13} {c['documents']:>6} docs {c['chunks']:>7} chunks")
+    for proj, c in info["projects"].items():
+        lines.append(f"  {proj:<40} {c['documents']:>6} docs")
+    if info.get("model_load_seconds") is not None:
+        lines.append(f"model load: {info['model_load_seconds']:.1f}s (last time it was needed)")
+    lines.append(f"sources: {len(info['sources'])} folders")
+    lines += [f"  {s['kind']:<13} {s['root']}" for s in info["sources"]]
+    return lines
+
+
+def register(app: typer.Typer) -> None:
+    """Add `setup`, `reindex` and `status` to the main command line."""
+    add_commands(app, {"setup": setup, "reindex": reindex, "status": status})

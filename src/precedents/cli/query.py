@@ -1,0 +1,72 @@
+"""`query`: ranked records for a message, or exactly what the hook would inject (`--auto`)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from precedents import api
+from precedents.cli.common import JsonOpt, ProjectOpt, add_commands, print_json
+from precedents.config import load_settings
+from precedents.errors import UsageError
+
+
+def query(
+    text: Annotated[str, typer.Argument(help="What to look for.")],
+    project: ProjectOpt = None,
+    k: Annotated[int, typer.Option("-k", help="How many documents.")] = 5,
+    auto: Annotated[
+        bool, typer.Option("--auto", help="Print exactly what the hook would inject.")
+    ] = False,
+    all_projects: Annotated[
+        bool, typer.Option("--all", help="Search every indexed project, not just one.")
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Documents of this project (and shared rules) ranked by similarity."""
+    if k < 1:
+        raise UsageError("-k must be at least 1")
+    if all_projects and (project or auto):
+        raise UsageError("--all searches every project: drop --project/--auto")
+    if auto:
+        _print_auto(api.auto_context(load_settings(), text, project=project), as_json)
+        return
+    result = api.query(load_settings(), text, project=project, k=k, all_projects=all_projects)
+    if as_json:
+        print_json(result.to_json())
+        return
+    _print_results(result, all_projects)
+
+
+def _print_auto(context: str | None, as_json: bool) -> None:
+    """What the hook would inject: its text, nothing when nothing stands out."""
+    if as_json:
+        print_json({"additionalContext": context})
+    elif context:
+        typer.echo(context)
+
+
+def _print_results(result: api.QueryResult, all_projects: bool) -> None:
+    """One line per document: score, ADR mark, kind, name, description, path."""
+    if not result.results:
+        typer.echo("no records found for this project (run `precedents reindex`?)")
+    elif not all_projects and all(h.record.project == "*" for h in result.results):
+        typer.echo(
+            f"(only shared rules: nothing indexed for {result.project}; "
+            "try --project PATH or --all)",
+            err=True,
+        )
+    for hit in result.results:
+        r = hit.record
+        label = f"{r.adr_id} {r.name}" if r.adr_id else r.name
+        desc = f" — {r.description}" if r.description else ""
+        mark = result.marks.get(r.path, "")
+        typer.echo(
+            f"{hit.score:.3f}  {mark + ' ' if mark else ''}{r.kind:<12} {label}{desc} ({r.path})"
+        )
+
+
+def register(app: typer.Typer) -> None:
+    """Add `query` to the main command line."""
+    add_commands(app, {"query": query})
