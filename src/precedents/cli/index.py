@@ -39,6 +39,12 @@ def setup(
     )
 
 
+def _waiting(pid: int | None) -> None:
+    """Another process writes the index: say so once, then wait for it."""
+    who = f" (pid {pid})" if pid else ""
+    typer.echo(f"precedents: another writer{who} is updating the index; waiting for it", err=True)
+
+
 def reindex(
     full: Annotated[bool, typer.Option("--full", help="Drop the index and re-embed all.")] = False,
     notes: NotesOpt = None,
@@ -58,6 +64,7 @@ def reindex(
             full=full,
             sources=to_sources(notes, rules, adrs, conversations, project),
             progress=progress,
+            on_wait=_waiting,
         )
     if as_json:
         print_json(report.to_json())
