@@ -84,3 +84,43 @@ def test_dry_run_prints_the_units_and_writes_nothing(
     assert data["dry_run"] is True and data["files"] == [str(target / "precedents-watch.service")]
     assert f"PRECEDENTS_HOME={tmp_path / 'state'}" in data["contents"][data["files"][0]]
     assert not (tmp_path / "config").exists() and not (tmp_path / "state").exists()
+
+
+def fake_systemctl(folder: Path, code: int, stderr: str) -> Path:
+    """A `systemctl` on PATH that prints ``stderr`` and exits ``code`` (no user bus here)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    script = folder / "systemctl"
+    script.write_text(f"#!/bin/sh\nprintf {json.dumps(stderr)} >&2\nexit {code}\n")
+    script.chmod(0o755)
+    return folder
+
+
+def test_a_failing_service_manager_exits_1_with_its_reason(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    bus_error = (
+        "Created symlink /x/default.target.wants/precedents-watch.service.\n"
+        "Failed to connect to bus: No medium found\n"
+    )
+    monkeypatch.setenv("PATH", str(fake_systemctl(tmp_path / "bin", 1, bus_error)))
+    out = CliRunner().invoke(app, ["service", "install", "--no-daemon"])
+    assert out.exit_code == 1, out.output
+    lines = [line for line in out.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Failed to connect to bus: No medium found" in lines[0]
+    assert "Created symlink" not in out.output and "Traceback" not in out.output
+
+
+def test_units_carry_the_claude_folder(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    claude = tmp_path / "my-claude"
+    monkeypatch.setenv("PRECEDENTS_CLAUDE_DIR", str(claude))
+    install_service(load_settings(), python="/opt/venv/bin/python", load=False)
+    for name in SYSTEMD_UNITS:
+        text = (unit_dir("systemd") / name).read_text()
+        assert f"Environment=PRECEDENTS_CLAUDE_DIR={claude}" in text, name
+        assert "@CLAUDE_DIR@" not in text
+    for name in LAUNCHD_AGENTS:
+        assert "<string>@CLAUDE_DIR@</string>" in template("launchd", name)

@@ -11,6 +11,7 @@ written and the result says so; nothing else on the system is touched.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -79,9 +80,22 @@ def template(manager: str, name: str) -> str:
 
 
 def render(manager: str, name: str, settings: Settings, python: str) -> str:
-    """A unit file with ``@PYTHON@`` and ``@HOME_DIR@`` filled in."""
+    """A unit file with ``@PYTHON@``, ``@HOME_DIR@`` and ``@CLAUDE_DIR@`` filled in.
+
+    The Claude Code folder is carried in as resolved now: a service starts
+    without the login shell's environment, so a ``PRECEDENTS_CLAUDE_DIR`` set
+    there would otherwise be lost and the watcher would index another folder.
+    Everything else (model, thresholds, folders) is in the state folder's
+    ``config.toml``, which ``PRECEDENTS_HOME`` points at.
+    """
     text = template(manager, name)
-    return text.replace("@PYTHON@", python).replace("@HOME_DIR@", str(settings.home))
+    for key, value in (
+        ("@PYTHON@", python),
+        ("@HOME_DIR@", str(settings.home)),
+        ("@CLAUDE_DIR@", str(settings.claude_dir)),
+    ):
+        text = text.replace(key, value)
+    return text
 
 
 def _load_commands(manager: str, names: tuple[str, ...], paths: list[str]) -> list[list[str]]:
@@ -94,15 +108,39 @@ def _load_commands(manager: str, names: tuple[str, ...], paths: list[str]) -> li
     return [["launchctl", "load", "-w", path] for path in paths]
 
 
-def _run(cmd: list[str], result: ServiceResult) -> None:
+def failure_reason(output: str, code: int) -> str:
+    """The line of a manager's output that says what went wrong.
+
+    systemctl prints progress ("Created symlink ...") on stderr before the
+    error itself, so the first line is not the reason; a line that says
+    failed/error is, else the last one.
+    """
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    for line in lines:
+        if re.search(r"\b(?:fail(?:ed|ure)?|error|denied|not found)\b", line, re.IGNORECASE):
+            return line
+    return lines[-1] if lines else f"exit status {code}"
+
+
+def _run(cmd: list[str], result: ServiceResult, *, strict: bool = False) -> None:
+    """Run a manager command; with ``strict``, a failure is a :class:`PrecedentsError`."""
     if shutil.which(cmd[0]) is None:
         result.notes.append(f"{cmd[0]} not found: files written, not loaded")
         return
     result.commands.append(" ".join(cmd))
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=False)
-    if proc.returncode != 0:
-        reason = (proc.stderr or proc.stdout).strip().splitlines()
-        result.notes.append(f"`{' '.join(cmd)}` failed: {reason[0] if reason else proc.returncode}")
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise PrecedentsError(f"`{' '.join(cmd)}` could not run: {exc}") from None
+    if proc.returncode == 0:
+        return
+    reason = failure_reason(proc.stderr or proc.stdout, proc.returncode)
+    if strict:
+        raise PrecedentsError(
+            f"`{' '.join(cmd)}` failed: {reason} (the unit files are written; "
+            "start them once the service manager is reachable, or run `precedents watch`)"
+        )
+    result.notes.append(f"`{' '.join(cmd)}` failed: {reason}")
 
 
 def install_service(
@@ -139,7 +177,7 @@ def install_service(
         except OSError as exc:
             raise PrecedentsError(f"{path}: cannot write ({exc.strerror})") from None
     for cmd in commands:
-        _run(cmd, result)
+        _run(cmd, result, strict=True)
     return result
 
 
