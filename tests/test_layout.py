@@ -62,7 +62,6 @@ def cycles() -> list[list[str]]:
     stack: list[str] = []
     on_stack: set[str] = set()
     found: list[list[str]] = []
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
 
     def visit(v: str) -> None:
         index[v] = low[v] = len(index)
