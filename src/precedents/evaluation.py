@@ -43,10 +43,10 @@ from precedents.config import Settings, Thresholds
 from precedents.embedding import Embedder, load_embedder
 from precedents.errors import UsageError
 from precedents.indexer import Indexer, Progress
-from precedents.recall import Recall, select
+from precedents.recall import AdrMarks, Recall, select
 from precedents.recall.format import format_context
 from precedents.sources import Sources, configured_sources, project_root, walk
-from precedents.store import DocumentHit, DocumentRecord, open_store
+from precedents.store import DocumentHit, open_store
 
 MESSAGES = "messages.jsonl"
 PARTS = ("notes", "rules", "adrs", "conversations")
@@ -75,7 +75,7 @@ class SetRun:
     name: str
     project: str
     ids: dict[str, str]  # stored path -> record id
-    marks: Callable[[DocumentRecord], str] = field(default=lambda _r: "")
+    marks: AdrMarks | None = None  # the set's ADR marks and successors, as the hook shows them
 
 
 @dataclass
@@ -181,7 +181,7 @@ def _rank_set(set_settings: Settings, folder: Path, model: Embedder, run: EvalRu
     recall = Recall(set_settings, model)
     try:
         ids = {m["path"]: str(Path(m["path"]).relative_to(folder)) for m in recall.snapshot.meta}
-        one = SetRun(folder.name, project_root(folder), ids, recall.marks.mark_for)
+        one = SetRun(folder.name, project_root(folder), ids, recall.marks)
         run.sets.append(one)
         for msg in messages:
             hits = recall.rank(msg.text, None)  # the set's store holds this set alone
@@ -212,15 +212,14 @@ def prepare(
     return run
 
 
-def _shown(text: str | None, hits: list[DocumentHit], ids: dict[str, str]) -> dict[str, str]:
-    """Record id -> the injected line that shows it."""
+def _shown(text: str | None, ids: dict[str, str]) -> dict[str, str]:
+    """Record id -> the injected line that shows it (every line ends in "(path)")."""
     if not text:
         return {}
     shown: dict[str, str] = {}
     for line in text.splitlines()[1:]:
-        for h in hits:
-            if f"({h.record.path})" in line:
-                shown[ids.get(h.record.path, h.record.path)] = line
+        path = line.rsplit(" (", 1)[-1].removesuffix(")")
+        shown[ids.get(path, path)] = line
     return shown
 
 
@@ -236,7 +235,13 @@ def score(run: EvalRun, thresholds: Thresholds) -> dict[str, Any]:
     for r in run.ranked:
         m = r.message
         selection = select(r.hits, thresholds, r.set.project)
-        shown = _shown(format_context(selection, r.set.marks), r.hits, r.set.ids)
+        marks = r.set.marks
+        text = (
+            format_context(selection, marks.mark_for, marks.successors_for)
+            if marks is not None
+            else format_context(selection, lambda _r: "")
+        )
+        shown = _shown(text, r.set.ids)
         docs = [i for i, h in zip(r.ids, r.hits, strict=True) if h.record.kind != "conversation"]
         _tally(add, m, docs, shown)
     return {k: {"ok": v[0], "n": v[1], "rate": round(v[0] / v[1], 3)} for k, v in tally.items()}

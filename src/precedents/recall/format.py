@@ -110,16 +110,40 @@ def fit_lines(
     return text(kept, lo)
 
 
-def format_context(selection: Selection, mark_for: Callable[[DocumentRecord], str]) -> str | None:
+def format_context(
+    selection: Selection,
+    mark_for: Callable[[DocumentRecord], str],
+    successors_for: Callable[[DocumentRecord], Sequence[DocumentRecord]] | None = None,
+) -> str | None:
     """The ``additionalContext`` for ``selection``, or None when nothing is to be shown.
 
     ``mark_for`` gives an ADR record's SPEC §4 mark ('' for a live one); it is
-    called for ADRs only.
+    called for ADRs only. ``successors_for`` names the live record(s) that
+    replaced an ADR: each comes on the line after the replaced one (SPEC §5:
+    a replaced decision never comes alone), unless it is shown already, and
+    within the same byte cap (when it does not fit, the mark still names it).
     """
     if not selection.chosen or selection.byte_cap <= 0:
         return None
-    parts = [
-        line_parts(h.record, mark_for(h.record) if h.record.kind == "adr" else "")
-        for h in selection.chosen
-    ]
+    records = [h.record for h in selection.chosen]
+    if successors_for is not None:
+        records = _with_successors(records, successors_for)
+    parts = [line_parts(r, mark_for(r) if r.kind == "adr" else "") for r in records]
     return fit_lines(parts, selection.byte_cap)
+
+
+def _with_successors(
+    records: Sequence[DocumentRecord],
+    successors_for: Callable[[DocumentRecord], Sequence[DocumentRecord]],
+) -> list[DocumentRecord]:
+    shown = {r.path for r in records}
+    out: list[DocumentRecord] = []
+    for record in records:
+        out.append(record)
+        if record.kind != "adr":
+            continue
+        for successor in successors_for(record):
+            if successor.path not in shown:
+                shown.add(successor.path)
+                out.append(successor)
+    return out

@@ -47,6 +47,40 @@ class AdrMarks:
             self._graphs[folder] = graph
         return graph
 
+    def successors_for(self, record: DocumentRecord) -> list[DocumentRecord]:
+        """The live record(s) that replaced ``record`` in its folder (the end of its chain).
+
+        Empty for a live, proposed, rejected or unknown record, and for a
+        successor outside the repository or missing (its mark names it anyway).
+        """
+        if record.kind != "adr":
+            return []
+        path = Path(record.path)
+        try:
+            graph = self._graph(path.parent)
+            found = graph.record_for_path(path)
+            if found is None or found.status == "live" or not found.current:
+                return []
+            ids = [found.current] if isinstance(found.current, str) else list(found.current)
+            out = []
+            for rid in ids:
+                live = graph.records.get(rid)
+                if live is not None and live.status == "live":
+                    out.append(
+                        DocumentRecord(
+                            "adr",
+                            record.project,
+                            str(graph.folder / live.path),
+                            live.title,
+                            date=live.date or "",
+                            adr_id=live.id,
+                        )
+                    )
+            return out
+        except Exception as exc:  # a broken ADR folder must not break the hook's answer
+            log.warning("ADR graph for %s failed: %s", path.parent, exc)
+            return []
+
     def mark_for(self, record: DocumentRecord) -> str:
         """The SPEC §4 mark of an ADR record ('' when live, ``status unknown`` when unsure)."""
         if record.kind != "adr":
