@@ -96,7 +96,8 @@ def _split_front_matter(text: str) -> tuple[dict[str, Any] | None, str, list[str
     Any problem with the front matter gives a warning and the whole text as body,
     so nothing the author wrote is lost.
     """
-    found = markdown.split_front_matter(text)
+    # Lenient: notes and rules are read as Cursor reads `.mdc` front matter.
+    found = markdown.split_front_matter(text, lenient=True)
     if found.error is not None:
         return None, text, [f"broken front matter: {found.error}"]
     return found.data, found.body, []

@@ -42,6 +42,10 @@ from precedents.store import DocumentRecord, FileRecord, LazyStore, Store
 log = logging.getLogger("precedents.indexer")
 
 EMBED_BATCH = 64
+# Bump when parsing or chunking changes what is stored for an unchanged file: the
+# next full pass (reindex, the watcher's start) then re-reads every file.
+# 2: Cursor-style front matter (`globs: **/*.ts`) read as Cursor reads it.
+CHUNKER_VERSION = "2"
 # Commit after every embedding batch (~2-3 s of work on 2 cores): an interrupted
 # first index keeps what it did, and the next run goes on from there. A commit
 # costs ~10 ms; compaction keeps the versions in check.
@@ -174,11 +178,16 @@ class Indexer:
             if p not in present and any(p.startswith(r.rstrip("/") + "/") for r in roots)
         ]
         report.files_deleted = self.store.delete_files(gone)
+        if self.store.meta().get("chunker") != CHUNKER_VERSION:
+            # Records were read by another version of the parser: what is stored
+            # (names, descriptions, chunks) may differ from what it reads now.
+            log.info("the record parser changed: re-reading every file")
+            known = {}
         self.index_files(walk.files, report, progress, known)
         self.store.maybe_compact(force=True)
         report.seconds = time.perf_counter() - started
         report.model_seconds = self.model_seconds
-        self.store.stamp(last_indexed=f"{time.time():.3f}")
+        self.store.stamp(last_indexed=f"{time.time():.3f}", chunker=CHUNKER_VERSION)
         return report
 
     def index_files(

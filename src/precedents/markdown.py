@@ -27,6 +27,7 @@ __all__ = [
     "iso_date",
     "normalize",
     "one_line",
+    "plain_pairs",
     "split_front_matter",
     "unfenced",
     "yaml_day",
@@ -91,14 +92,18 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def split_front_matter(text: str, *, loader: Any = SAFE_LOADER) -> FrontMatter:
+def split_front_matter(
+    text: str, *, loader: Any = SAFE_LOADER, lenient: bool = False
+) -> FrontMatter:
     """Split ``text`` (see :func:`normalize`) into its YAML front matter and body. Never raises.
 
     Anything wrong with the block (no closing line, invalid YAML, deep nesting,
     YAML that is not a mapping) comes back as a ``problem``, never as an
     exception: one bad file must not stop a folder from being indexed.
     ``loader`` is a PyYAML safe loader class (:data:`SAFE_LOADER`,
-    :data:`FAST_LOADER`).
+    :data:`FAST_LOADER`). With ``lenient``, a block that is not valid YAML but
+    is made of plain ``key: value`` lines is read the way Cursor reads ``.mdc``
+    rules (see :func:`plain_pairs`).
     """
     opening = _OPEN.match(text)
     if opening is None:
@@ -111,6 +116,9 @@ def split_front_matter(text: str, *, loader: Any = SAFE_LOADER) -> FrontMatter:
     try:
         data = _load(raw, loader)
     except Exception as exc:  # YAMLError, RecursionError, a date that is no date...
+        pairs = plain_pairs(raw) if lenient else None
+        if pairs is not None:
+            return FrontMatter(pairs, body, raw)
         return FrontMatter(None, body, raw, "invalid_yaml", _error_summary(exc), exc)
     if data is None:  # "---\n---": an empty block is valid, it just says nothing
         return FrontMatter({}, body, raw)
@@ -120,14 +128,41 @@ def split_front_matter(text: str, *, loader: Any = SAFE_LOADER) -> FrontMatter:
     return FrontMatter(data, body, raw)
 
 
+_PAIR = re.compile(r"([A-Za-z_][\w.-]*)[ \t]*:(?:[ \t]+(.*?))?[ \t]*")
+
+
+def plain_pairs(raw: str) -> dict[str, Any] | None:
+    """A front matter block read as Cursor reads ``.mdc`` rules: one ``key: value``
+    per line, the value taken literally; None when a line is anything else.
+
+    Cursor writes ``globs: **/*.ts, src/**`` unquoted, which is not YAML (``*``
+    starts an alias); so is ``description: Use X: never Y``. A YAML loader
+    refuses both and the rule would lose its description. Values in matching
+    quotes are unquoted, ``true``/``false`` are booleans, an empty value is ''.
+    A value opening YAML structure (``[``, ``{``, ``|``...) was meant as YAML:
+    its error stands.
+    """
+    out: dict[str, Any] = {}
+    for line in raw.split("\n"):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        found = _PAIR.fullmatch(line)
+        if found is None:
+            return None
+        value = found.group(2) or ""
+        if value[:1] in ("[", "{", "|", ">", "&", "!"):
+            return None  # YAML structure that went wrong: a real error, not a Cursor glob
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        out[found.group(1)] = {"true": True, "false": False}.get(value.lower(), value)
+    return out or None
+
+
 def _load(raw: str, loader: Any) -> Any:
     """Parse the YAML of one front matter block: the one place front matter is read.
 
-    Cursor rules (``.mdc``, indexed as rules) write ``globs: **/*.ts`` unquoted,
-    which is not valid YAML (``*`` starts an alias): today such a block is
-    reported as broken and its ``description:`` is lost. Reading them belongs
-    here, so every caller gets it at once: quote such values (or read plain
-    ``key: value`` lines by hand) before the YAML loader sees them.
+    What YAML refuses but Cursor accepts is read by :func:`plain_pairs` (asked
+    for with ``lenient``), after the loader said no.
     """
     return yaml.load(raw, Loader=loader)  # only ever a safe loader (see SAFE_LOADER)
 
