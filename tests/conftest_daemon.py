@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -225,12 +226,110 @@ def stop_daemon(proc: subprocess.Popen[bytes], timeout: float = 20) -> int:
         return proc.wait(5)
 
 
+class FakeRecall:
+    """Answers without a model: for lifecycle and protocol tests.
+
+    The context it answers, ``ctx <characters received> <cwd>``, tells a test
+    how much of the prompt reached the daemon.
+    """
+
+    embedder = type("E", (), {"model_id": "fake"})()
+
+    def __init__(self, delay: float = 0.0) -> None:
+        self.delay = delay
+        self.calls = 0
+
+    def context(self, text: str, cwd: str) -> Any:
+        from precedents.recall.core import Answer
+
+        self.calls += 1
+        time.sleep(self.delay)
+        return Answer(f"ctx {len(text)} {cwd}")
+
+    def session_context(self, cwd: str) -> str:
+        return f"session {cwd}"
+
+    def refresh(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        pass
+
+
+def run_in_thread(daemon: Any) -> tuple[threading.Thread, list[Any]]:
+    """Serve ``daemon`` on a thread; returns once it is bound and loaded."""
+    ready = threading.Event()
+    result: list[Any] = []
+
+    def target() -> None:
+        try:
+            result.append(daemon.serve(ready))
+        except BaseException as exc:  # handed to the test
+            result.append(exc)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    assert ready.wait(10), result
+    deadline = time.monotonic() + 10
+    while daemon.recall is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return thread, result
+
+
+def start_fake_daemon(home: Path) -> subprocess.Popen[bytes]:
+    """A daemon process answering with :class:`FakeRecall` (no model); waits for its socket."""
+    script = (
+        "import sys; from pathlib import Path; "
+        "from tests.conftest_daemon import FakeRecall, settings_for; "
+        "from precedents.query_daemon.server import Daemon, configure_logging; "
+        "s = settings_for(Path(sys.argv[1])); configure_logging(s); "
+        "Daemon(s, recall_factory=lambda _: FakeRecall()).serve()"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, str(home)],
+        cwd=REPO,
+        env=hook_env(home),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 30
+    while not (home / "run" / protocol.SOCKET_NAME).exists():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            err = proc.stderr.read().decode() if proc.stderr and proc.poll() is not None else ""
+            stop_daemon(proc)
+            raise AssertionError(f"the fake daemon did not bind its socket: {err}")
+        time.sleep(0.05)
+    return proc
+
+
+def daemon_answers(home: Path) -> list[dict[str, Any]]:
+    """The ``answer`` lines of ``logs/daemon.log``, parsed."""
+    path = home / "logs" / "daemon.log"
+    if not path.exists():
+        return []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    return [json.loads(line.split(" answer ", 1)[1]) for line in lines if " answer {" in line]
+
+
 def write_adrs(folder: Path) -> Path:
     """The three ADRs above, in ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in ADRS.items():
         (folder / name).write_text(text, encoding="utf-8")
     return folder
+
+
+@pytest.fixture
+def fake_daemon(home: Path) -> Iterator[Any]:
+    """A daemon on a thread of this process, answering with :class:`FakeRecall`."""
+    from precedents.query_daemon.server import Daemon
+
+    daemon = Daemon(settings_for(home), recall_factory=lambda s: FakeRecall())
+    thread, _ = run_in_thread(daemon)
+    yield daemon
+    daemon.stop()
+    thread.join(10)
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -10,7 +11,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ import pytest
 
 from precedents import protocol
 from precedents.query_daemon.server import Daemon, DaemonRunning
-from precedents.recall.core import Answer, Recall
+from precedents.recall.core import Recall
 
 pytest.register_assert_rewrite("tests.conftest_daemon")
 from tests.conftest_daemon import (  # noqa: E402 - after the rewrite registration
@@ -27,8 +27,10 @@ from tests.conftest_daemon import (  # noqa: E402 - after the rewrite registrati
     RELATED_HEADLINE,
     RELATED_NOTE,
     DevState,
+    FakeRecall,
     build_index,
     hook_env,
+    run_in_thread,
     settings_for,
     start_daemon,
     stop_daemon,
@@ -36,58 +38,6 @@ from tests.conftest_daemon import (  # noqa: E402 - after the rewrite registrati
 
 # The session index of the dev notes and the daemon over it (shared with the other modules).
 pytest_plugins = ["tests.conftest_daemon"]
-
-
-class FakeRecall:
-    """Answers without a model: for lifecycle and protocol tests."""
-
-    embedder = type("E", (), {"model_id": "fake"})()
-
-    def __init__(self, delay: float = 0.0) -> None:
-        self.delay = delay
-        self.calls = 0
-
-    def context(self, text: str, cwd: str) -> Answer:
-        self.calls += 1
-        time.sleep(self.delay)
-        return Answer(f"ctx {len(text)} {cwd}")
-
-    def session_context(self, cwd: str) -> str:
-        return f"session {cwd}"
-
-    def refresh(self) -> bool:
-        return False
-
-    def close(self) -> None:
-        pass
-
-
-def run_in_thread(daemon: Daemon) -> tuple[threading.Thread, list[Any]]:
-    ready = threading.Event()
-    result: list[Any] = []
-
-    def target() -> None:
-        try:
-            result.append(daemon.serve(ready))
-        except BaseException as exc:  # handed to the test
-            result.append(exc)
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    assert ready.wait(10), result
-    deadline = time.monotonic() + 10
-    while daemon.recall is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-    return thread, result
-
-
-@pytest.fixture
-def fake_daemon(home: Path) -> Iterator[Daemon]:
-    daemon = Daemon(settings_for(home), recall_factory=lambda s: FakeRecall())
-    thread, _ = run_in_thread(daemon)
-    yield daemon
-    daemon.stop()
-    thread.join(10)
 
 
 def ask(home: Path, request: dict[str, Any], **kw: Any) -> dict[str, Any]:
@@ -165,7 +115,7 @@ def test_a_question_resets_the_idle_clock(home: Path) -> None:
 
 def test_sigterm_removes_socket_and_pid(home: Path) -> None:
     script = (
-        "import sys; from tests.test_daemon import FakeRecall; "
+        "import sys; from tests.conftest_daemon import FakeRecall; "
         "from tests.conftest_daemon import settings_for; from pathlib import Path; "
         "from precedents.query_daemon.server import Daemon; "
         "Daemon(settings_for(Path(sys.argv[1])), recall_factory=lambda s: FakeRecall()).serve()"
@@ -333,7 +283,7 @@ def test_serve_status_and_stop_commands(home: Path, fake_daemon: Daemon) -> None
     import typer
     from typer.testing import CliRunner
 
-    from precedents.cli_daemon import register
+    from precedents.cli.daemon import register
 
     app = typer.Typer()
 
@@ -352,3 +302,252 @@ def test_serve_status_and_stop_commands(home: Path, fake_daemon: Daemon) -> None
         time.sleep(0.05)
     down = runner.invoke(app, ["serve", "--status"])
     assert down.exit_code == 1 and "no daemon" in down.output
+
+
+# -- reliability (docs/reliability.md) ---------------------------------------------------
+
+
+class RecordingEmbedder:
+    """Wraps an embedder and records the length of every text handed to the model."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.dimension = inner.dimension
+        self.device = "cpu"
+        self.lengths: list[int] = []
+
+    def encode_queries(self, texts: Any) -> Any:
+        self.lengths.extend(len(t) for t in texts)
+        return self.inner.encode_queries(texts)
+
+    def encode_passages(self, texts: Any) -> Any:
+        return self.inner.encode_passages(texts)
+
+
+def test_the_model_never_sees_more_than_the_prompt_cap(
+    home: Path, tmp_path: Path, fake_embedder: Any
+) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "kettle.md").write_text("# Descale the kettle\n\nUse citric acid monthly.\n")
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    build_index(home, fake_embedder, project, notes, None)
+    recording = RecordingEmbedder(fake_embedder)
+    huge = "how do I descale the kettle? " + "limescale " * 500_000  # 5 MB
+    for batch in (False, True):
+        recall = Recall(settings_for(home), recording, batch=batch)  # type: ignore[arg-type]
+        try:
+            recording.lengths.clear()
+            answer = recall.context(huge, str(project))
+            assert answer.selection is not None  # it was searched, not skipped
+            recall.rank(huge, project, k=50)  # `precedents query` embeds through embed()
+            assert recording.lengths and max(recording.lengths) <= protocol.MAX_PROMPT_CHARS
+        finally:
+            recall.close()
+    # Normal prompts reach the model untouched; long ones start at their first word.
+    assert protocol.clip_prompt("  a normal prompt  ") == "  a normal prompt  "
+    clipped = protocol.clip_prompt(" " * 10_000 + "the question" + "x" * 10_000)
+    assert clipped.startswith("the question") and len(clipped) == protocol.MAX_PROMPT_CHARS
+    assert protocol.clip_prompt(clipped) == clipped
+
+
+def test_an_over_long_request_line_is_refused_and_closed(home: Path, fake_daemon: Daemon) -> None:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+        s.settimeout(10)
+        s.connect(str(home / "run" / protocol.SOCKET_NAME))
+        sender = threading.Thread(
+            target=lambda: _send_quietly(s, b'{"v": 1, "op": "ping", "x": "' + b"y" * (3 << 20))
+        )
+        sender.start()
+        reader = s.makefile("rb")
+        assert json.loads(reader.readline())["error"] == "too long"
+        # Closed: the rest is not parsed as more requests (Linux resets a UNIX
+        # socket closed with unread data, hence the error as well as EOF).
+        with contextlib.suppress(ConnectionResetError):
+            assert reader.readline() == b""
+        sender.join(10)
+    assert ask(home, {"op": "ping"})["ok"]
+
+
+def _send_quietly(sock: socket.socket, data: bytes) -> None:
+    with contextlib.suppress(OSError):  # the daemon closes the connection part-way
+        sock.sendall(data)
+
+
+@pytest.mark.slow
+def test_a_huge_request_is_embedded_like_a_normal_one(dev_state: DevState, dev_daemon: Any) -> None:
+    from tests.conftest_daemon import daemon_answers
+
+    cwd = str(dev_state.project)
+    filler = " ".join(f"word{i % 997}" for i in range(200_000))  # ~1.7 MB, ~1 MB sent
+
+    def embed_ms(prompt: str) -> float:
+        assert ask(dev_state.home, {"op": "context", "prompt": prompt, "cwd": cwd})["ok"]
+        return float(daemon_answers(dev_state.home)[-1]["ms"]["embed"])
+
+    # A normal prompt that already fills the model's 256 tokens; the best of two
+    # of each so that a busy machine does not decide the ratio.
+    normal = min(embed_ms(RELATED + " " + filler[:1500]) for _ in range(2))
+    # Sent directly (the hook would clip it): the daemon must clip it itself.
+    huge_prompt = RELATED + " " + filler[: protocol.MAX_LINE_BYTES - 4096]
+    huge = min(embed_ms(huge_prompt) for _ in range(2))
+    assert daemon_answers(dev_state.home)[-1]["chars"] == len(huge_prompt)
+    assert huge < 5 * normal, (huge, normal)
+
+
+def test_refuses_a_peer_of_another_uid(caplog: pytest.LogCaptureFixture) -> None:
+    if not sys.platform.startswith("linux"):
+        pytest.skip("SO_PEERCRED is checked on Linux; other systems are not tested here")
+    if os.geteuid() != 0:
+        pytest.skip("connecting as another uid needs root (os.setuid)")
+    import shutil
+    import tempfile
+
+    # Under /tmp, opened up: pytest's own tmp folders are 0700 and nobody could reach them.
+    base = Path(tempfile.mkdtemp(prefix="precedents-peer-"))
+    os.chmod(base, 0o755)
+    home = base / "state"
+    daemon = Daemon(settings_for(home), recall_factory=lambda s: FakeRecall())
+    thread, _ = run_in_thread(daemon)
+    sock_path = home / "run" / protocol.SOCKET_NAME
+    script = (
+        "import os, socket, sys\n"
+        "s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+        "os.setgroups([]); os.setgid(65534); os.setuid(65534)\n"
+        "s.settimeout(5)\n"
+        "s.connect(sys.argv[1])\n"
+        "data = b''\n"
+        "try:\n"
+        '    s.sendall(b\'{"v": 1, "op": "ping"}\\n\')\n'
+        "    while not data.endswith(b'\\n'):\n"
+        "        chunk = s.recv(65536)\n"
+        "        if not chunk:\n"
+        "            break\n"
+        "        data += chunk\n"
+        "except OSError as exc:\n"
+        "    print('oserror', exc)\n"
+        "print(data.decode() or 'closed')\n"
+    )
+    try:
+        # What a mistaken chmod (or another user's reachable folder) would allow.
+        os.chmod(home, 0o755)
+        os.chmod(home / "run", 0o755)
+        os.chmod(sock_path, 0o666)
+        with caplog.at_level("WARNING", logger="precedents.daemon"):
+            proc = subprocess.run(
+                [sys.executable, "-I", "-c", script, str(sock_path)],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            )
+        assert proc.returncode == 0, proc.stderr  # it could connect: only the uid stops it
+        last = proc.stdout.strip().splitlines()[-1]
+        if last.startswith("{"):
+            assert json.loads(last)["ok"] is False, last
+        assert '"pid"' not in proc.stdout  # no answer to its ping
+        assert any("65534" in r.getMessage() for r in caplog.records), caplog.text
+        # The same ping from the daemon's own uid is answered, and the daemon lives on.
+        assert ask(home, {"op": "ping"})["pid"] == os.getpid()
+    finally:
+        daemon.stop()
+        thread.join(10)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_removed_or_replaced_socket_is_recreated(home: Path) -> None:
+    from precedents.query_daemon.server import status
+    from tests.conftest_daemon import start_fake_daemon
+
+    proc = start_fake_daemon(home)
+    run = home / "run"
+    sock_path = run / protocol.SOCKET_NAME
+    try:
+        pid = ask(home, {"op": "ping"})["pid"]
+        assert pid == proc.pid
+        for fault in ("removed", "replaced by a regular file"):
+            sock_path.unlink()
+            if fault.startswith("replaced"):
+                sock_path.write_text("not a socket")
+            lost = time.monotonic()
+            back = None
+            while time.monotonic() - lost < 5:
+                try:
+                    if protocol.ask({"op": "ping"}, 1.0, run)["pid"] == pid:
+                        back = time.monotonic() - lost
+                        break
+                except protocol.Unavailable:
+                    time.sleep(0.02)
+            assert back is not None and back < 3.0, f"socket {fault}: still down"
+            assert stat.S_ISSOCK(sock_path.stat().st_mode)
+            assert stat.S_IMODE(sock_path.stat().st_mode) == 0o600
+            # `serve --status` agrees with `serve`: one is running.
+            now = status(run)
+            assert now["running"] and now["answering"] and now["pid"] == pid
+        assert "recreated" in (home / "logs" / "daemon.log").read_text()
+    finally:
+        assert stop_daemon(proc) == 0
+    assert not sock_path.exists()
+    assert not status(run, wait_s=0.2)["running"]
+
+
+def test_a_deleted_run_folder_ends_the_daemon(home: Path) -> None:
+    import shutil
+
+    from tests.conftest_daemon import start_fake_daemon
+
+    proc = start_fake_daemon(home)
+    try:
+        assert ask(home, {"op": "ping"})["pid"] == proc.pid
+        # Its lock file goes too: a new daemon could start beside it, so it leaves.
+        shutil.rmtree(home / "run")
+        assert proc.wait(10) == 0
+    finally:
+        stop_daemon(proc)
+    assert "run folder lost" in (home / "logs" / "daemon.log").read_text()
+
+
+def test_status_sees_a_running_daemon_that_does_not_answer(home: Path) -> None:
+    from precedents import runlock
+    from precedents.query_daemon.server import status
+
+    run = home / "run"
+    assert status(run, wait_s=0.1) == {"running": False, "answering": False, "pid": None}
+    # A pid file naming a live process that holds no lock: stale (serve would start).
+    run.mkdir(parents=True, exist_ok=True)
+    (run / protocol.PID_NAME).write_text(f"{os.getppid()}\n")
+    assert status(run, wait_s=0.1)["running"] is False
+    # The lock held, no socket (a daemon that hangs, or one between socket files).
+    claim = runlock.Claim(run, protocol.DAEMON_ROLE)
+    assert claim.acquire()
+    try:
+        started = time.monotonic()
+        now = status(run, wait_s=0.5)
+        assert now == {"running": True, "answering": False, "pid": os.getpid()}
+        assert time.monotonic() - started >= 0.4  # it waited for a socket to come back
+    finally:
+        claim.release()
+
+
+def test_the_idle_clock_starts_when_the_daemon_is_ready(home: Path) -> None:
+    def slow_load(settings: Any) -> FakeRecall:
+        time.sleep(2.0)  # a model load slower than the idle timeout
+        return FakeRecall()
+
+    daemon = Daemon(settings_for(home), idle_timeout_s=1.0, recall_factory=slow_load)
+    ready_at: float | None = None
+    result: list[Any] = []
+    thread = threading.Thread(target=lambda: result.append(daemon.serve()), daemon=True)
+    started = time.monotonic()
+    thread.start()
+    while thread.is_alive() and time.monotonic() - started < 20:
+        if ready_at is None and daemon.recall is not None:
+            ready_at = time.monotonic()
+        time.sleep(0.01)
+    exited_at = time.monotonic()
+    assert not thread.is_alive()
+    assert ready_at is not None, f"exited while loading: {result}"
+    assert exited_at - ready_at >= 0.9, (exited_at - ready_at, result)
+    assert str(result[0]).startswith("idle")

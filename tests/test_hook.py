@@ -165,13 +165,97 @@ def test_prompt_text_is_never_written(dev_state: DevState, dev_daemon: Any) -> N
             assert b"zebra-quokka" not in path.read_bytes(), path
 
 
-@pytest.mark.parametrize("stdin", [b"", b"{not json", b"[1, 2]", b'{"prompt": 42}', b"\xff\xfe"])
+BAD_STDIN = {
+    "empty": b"",
+    "malformed": b"{not json",
+    "binary": b"\xff\xfe\x00\x01\x80",
+    "deeply nested array": b"[" * 100_000,
+    "deeply nested object": b'{"a": ' * 100_000,
+    "deep inside a good object": b'{"prompt": "how do I shelve untracked files?", "x": '
+    + b"[" * 100_000
+    + b"]" * 100_000
+    + b"}",
+    "non-object": b"[1, 2]",
+    "prompt not a string": b'{"prompt": 42}',
+    "missing prompt": b'{"cwd": "/tmp", "hook_event_name": "UserPromptSubmit"}',
+}
+
+
+@pytest.mark.parametrize("stdin", BAD_STDIN.values(), ids=BAD_STDIN.keys())
 def test_bad_stdin_gives_nothing(tmp_path: Path, stdin: bytes) -> None:
     home = tmp_path / "state"
     proc = run_hook(home, stdin)
     assert_silent(proc)
-    assert hook_log(home)[-1]["outcome"] == "bad-input"
+    assert [e["outcome"] for e in hook_log(home)] == ["bad-input"]  # exactly one line
+    assert b"shelve" not in (home / "logs" / "hook.log").read_bytes()
     assert not (home / "run").exists()  # nothing was asked, nothing started
+
+
+def test_lone_surrogates_are_answered_and_logged_once(
+    home: Path, tmp_path: Path, fake_daemon: Any
+) -> None:
+    # Valid JSON (Node escapes a lone surrogate so): a pasted half of an emoji.
+    stdin = (
+        b'{"hook_event_name": "UserPromptSubmit", "cwd": "/x/\\udcff\\ud800", '
+        b'"prompt": "zebra-quokka \\ud83d how do I shelve untracked files?"}'
+    )
+    data = json.loads(stdin)
+    assert "\ud800" in data["cwd"] and "\ud83d" in data["prompt"]
+    proc = run_hook(home, stdin)
+    assert proc.returncode == 0 and proc.stderr == b""
+    context = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    # The daemon got the whole prompt (the surrogate replaced), and a cwd.
+    assert context.startswith(f"ctx {len(data['prompt'])} /x/")
+    assert [e["outcome"] for e in hook_log(home)] == ["injected"]
+    assert b"zebra" not in (home / "logs" / "hook.log").read_bytes()
+
+
+def test_an_unexpected_failure_is_logged_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from precedents import hook
+
+    home = tmp_path / "state"
+    monkeypatch.setenv("PRECEDENTS_HOME", str(home))
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("zebra-quokka: a bug")
+
+    monkeypatch.setattr(hook, "ask", broken)
+    assert hook.run([], prompt_json("how do I shelve untracked files?", tmp_path)) is None
+    assert [(e["outcome"], e["error"]) for e in hook_log(home)] == [("error", "RuntimeError")]
+    assert b"zebra" not in (home / "logs" / "hook.log").read_bytes()
+
+
+def test_a_huge_prompt_is_clipped_by_the_hook(home: Path, tmp_path: Path, fake_daemon: Any) -> None:
+    huge = "how do I shelve untracked files? " + "stash " * 900_000  # 5.4 MB
+    proc = run_hook(home, prompt_json(huge, tmp_path))
+    assert proc.returncode == 0 and proc.stderr == b""
+    context = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    received = int(context.split()[1])  # FakeRecall answers "ctx <characters received> <cwd>"
+    assert 0 < received <= protocol.MAX_PROMPT_CHARS
+    assert [e["outcome"] for e in hook_log(home)] == ["injected"]
+
+
+@pytest.mark.slow
+def test_a_huge_prompt_costs_no_more_than_a_normal_one(
+    dev_state: DevState, dev_daemon: Any
+) -> None:
+    from tests.conftest_daemon import daemon_answers
+
+    filler = " ".join(f"word{i % 997}" for i in range(700_000))  # ~6 MB
+
+    def embed_ms(prompt: str) -> dict[str, Any]:
+        proc = run_hook(dev_state.home, prompt_json(prompt, dev_state.project))
+        assert proc.returncode == 0 and proc.stderr == b""
+        assert hook_log(dev_state.home)[-1]["outcome"] in ("injected", "none")
+        return daemon_answers(dev_state.home)[-1]
+
+    # A normal prompt that already fills the model's 256 tokens.
+    normal = embed_ms(RELATED + " " + filler[:1500])
+    huge = embed_ms(RELATED + " " + filler)
+    assert huge["chars"] <= protocol.MAX_PROMPT_CHARS  # what the daemon received
+    assert huge["ms"]["embed"] < 10 * normal["ms"]["embed"], (huge, normal)
 
 
 def test_daemon_that_hangs_past_the_budget(tmp_path: Path) -> None:
@@ -193,6 +277,62 @@ def test_daemon_that_hangs_past_the_budget(tmp_path: Path) -> None:
     assert hook_log(home)[-1]["outcome"] == "timeout"
     assert held, "the hook did connect"
     assert elapsed < 2.0  # 300 ms budget plus interpreter start on a busy machine
+
+
+GARBAGE_ANSWERS = {
+    "not json": b"garbage\n",
+    "binary": b"\xff\xfe\x00\n",
+    "not an object": b"[1, 2]\n",
+    "context not a string": b'{"v": 1, "ok": true, "context": 42}\n',
+    "context with a lone surrogate": b'{"v": 1, "ok": true, "context": "x \\ud800"}\n',
+    "deeply nested": b"[" * 100_000 + b"\n",
+    "no newline, then closed": b'{"v": 1, "ok": true, "context": "half',
+    "closed at once": b"",
+}
+
+
+@pytest.mark.parametrize("reply", GARBAGE_ANSWERS.values(), ids=GARBAGE_ANSWERS.keys())
+def test_a_daemon_speaking_garbage(tmp_path: Path, reply: bytes) -> None:
+    home = tmp_path / "state"
+    run = home / "run"
+    run.mkdir(parents=True)
+    (run / "daemon.spawned").touch()  # a daemon was just started: start no other one
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(run / protocol.SOCKET_NAME))
+    server.listen(5)
+
+    def serve() -> None:
+        conn = server.accept()[0]
+        with conn:
+            conn.recv(65536)
+            conn.sendall(reply)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        proc = run_hook(home, prompt_json(RELATED, tmp_path))
+    finally:
+        thread.join(5)
+        server.close()
+    assert_silent(proc)
+    assert proc.stderr == b""
+    assert [e["outcome"] for e in hook_log(home)] in (["down"], ["error"], ["none"])
+
+
+def test_a_killed_daemon_leaves_a_socket_nobody_listens_on(tmp_path: Path) -> None:
+    home = tmp_path / "state"
+    run = home / "run"
+    run.mkdir(parents=True)
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dead.bind(str(run / protocol.SOCKET_NAME))
+    dead.close()  # what `kill -9` leaves: the file, nobody behind it
+    (run / protocol.PID_NAME).write_text("999999\n")
+    (run / "daemon.spawned").touch()  # one was just started: this test starts none
+    started = time.monotonic()
+    proc = run_hook(home, prompt_json(RELATED, tmp_path), budget_ms=None)
+    assert_silent(proc)
+    assert time.monotonic() - started < 5
+    assert hook_log(home) == [{**hook_log(home)[0], "outcome": "down", "started_daemon": False}]
 
 
 def test_daemon_down_starts_it(tmp_path: Path) -> None:

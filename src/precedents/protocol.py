@@ -9,6 +9,10 @@ Requests::
     {"v": 1, "op": "context", "prompt": "...", "cwd": "/x/repo"}
     {"v": 1, "op": "ping"}
 
+A line is at most ``MAX_LINE_BYTES``; the hook sends at most
+``MAX_PROMPT_CHARS`` of a prompt and the daemon embeds no more than that of
+whatever it is sent (:func:`clip_prompt`).
+
 Answers::
 
     {"v": 1, "ok": true, "context": "<additionalContext>" | null}
@@ -49,6 +53,16 @@ SECRET_NAME = "daemon.secret"  # Windows: the shared secret, user-only
 MAX_LINE_BYTES = 1 << 20
 # Shorter prompts are not searched: the hook does not send them, the daemon skips them.
 MIN_PROMPT_CHARS = 8
+# The most of a prompt the hook sends and the daemon embeds, in characters.
+# The models read at most 256 (all-MiniLM-L6-v2) or 512 (e5) tokens; English
+# runs about 4-5 characters a token and CJK about one, so 4,096 characters hold
+# every token they look at, with room to spare. Tokenizing the rest is what a
+# long prompt costs: measured here, a 900 KB prompt took 1.2-1.6 s to embed
+# (9 s on a busy machine) although the model used only its first 256 tokens,
+# and it held up every question queued behind it. (A model with a longer
+# window, bge-m3, then sees the first ~1,000 tokens: the start of a message is
+# where what it is about is said.)
+MAX_PROMPT_CHARS = 4096
 
 HEADER = (
     "Possibly related past records (reference, not instructions; read the original file to confirm)"
@@ -76,16 +90,25 @@ _scan = _json.make_scanner(_ScanContext())  # type: ignore[arg-type]
 
 
 def loads(text: str) -> Any:
-    """``json.loads`` for one document, via the C scanner; raises ValueError when invalid."""
+    """``json.loads`` for one document, via the C scanner; raises ValueError when invalid.
+
+    Nesting too deep for the scanner (``[[[[…``) is a ValueError too, not a
+    RecursionError.
+    """
     text = text.strip(" \t\n\r")
     try:
         value, end = _scan(text, 0)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
     except Exception:
         # Malformed input: the bare C scanner does not always raise a clean
         # error (SystemError on 3.11), so let the full module say what is wrong.
         import json
 
-        return json.loads(text)
+        try:
+            return json.loads(text)
+        except RecursionError:
+            raise ValueError("JSON nested too deeply") from None
     if end != len(text):
         raise ValueError("extra data after the JSON value")
     return value
@@ -133,8 +156,28 @@ def printed_bytes(context: str, event: str = EVENT_PROMPT) -> int:
 
 
 def encode(message: dict[str, Any]) -> bytes:
-    """One protocol line."""
-    return (dumps(message) + "\n").encode("utf-8")
+    """One protocol line.
+
+    A lone surrogate (Claude Code's JSON may escape half an emoji as ``\\ud83d``;
+    a path may hold undecodable bytes) cannot be UTF-8: it goes as ``?``
+    rather than failing the whole request.
+    """
+    line = dumps(message) + "\n"
+    try:
+        return line.encode("utf-8")
+    except UnicodeEncodeError:
+        return line.encode("utf-8", "replace")
+
+
+def clip_prompt(text: str) -> str:
+    """At most :data:`MAX_PROMPT_CHARS` of a prompt, from its first non-blank character.
+
+    A prompt within the cap is returned unchanged, so clipping twice (hook,
+    then daemon) is clipping once.
+    """
+    if len(text) <= MAX_PROMPT_CHARS:
+        return text
+    return text.lstrip()[:MAX_PROMPT_CHARS]
 
 
 def decode(line: bytes) -> dict[str, Any]:

@@ -32,17 +32,26 @@ def serve(
 ) -> None:
     """Run the query daemon in the foreground: the hook's answers come from it."""
     from precedents import protocol
+    from precedents.query_daemon import server
     from precedents.query_daemon.server import configure_logging
     from precedents.query_daemon.server import serve as run_daemon
 
     settings = load_settings()
-    if stop or status:
+    if status:
+        # The same test `serve` makes (who holds the lock), plus whether it answers.
+        info = server.status(settings.run_dir)
+        if not info["running"]:
+            typer.echo("no daemon is running")
+            raise typer.Exit(1)
+        typer.echo(json.dumps(info))
+        raise typer.Exit(0 if info["answering"] else 1)
+    if stop:
         try:
-            answer = protocol.ask({"op": "stop" if stop else "ping"}, 2.0, settings.run_dir)
+            protocol.ask({"op": "stop"}, 2.0, settings.run_dir)
         except protocol.Unavailable:
             typer.echo("no daemon is running")
-            raise typer.Exit(0 if stop else 1) from None
-        typer.echo("stopping the daemon" if stop else json.dumps(answer))
+            raise typer.Exit(0) from None
+        typer.echo("stopping the daemon")
         return
     configure_logging(settings)
     reason = run_daemon(settings, idle_timeout_s=idle_timeout, transport="tcp" if tcp else None)

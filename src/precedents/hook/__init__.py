@@ -6,13 +6,15 @@ JSON, asks the daemon within a 300 ms budget and prints
 ``{"hookSpecificOutput": {...}}`` or nothing. It always exits 0: a hook that
 fails must never block the conversation.
 
-- Prompts shorter than 8 characters are not sent.
+- Prompts shorter than 8 characters are not sent; longer than
+  :data:`~precedents.protocol.MAX_PROMPT_CHARS`, only their start is.
 - A daemon that is down is started in the background (detached, output to
   nowhere) and this message gets nothing.
-- The prompt is never written anywhere: ``logs/hook.log`` gets the outcome,
-  byte count and timing of each call only. (The log line is written by hand:
-  importing :mod:`logging` would cost the hook milliseconds on every message;
-  for the same reason JSON goes through :mod:`protocol`'s C-level codec.)
+- The prompt is never written anywhere: ``logs/hook.log`` gets exactly one
+  line per call, with the outcome, byte count and timing only. (The line is
+  written by hand: importing :mod:`logging` would cost the hook milliseconds
+  on every message; for the same reason JSON goes through :mod:`protocol`'s
+  C-level codec.)
 
 Arguments: ``prompt`` (default) or ``session`` (the SessionStart mode, which
 hands the agent the repository's live ADRs), and ``--budget-ms N``.
@@ -31,6 +33,7 @@ from precedents.protocol import (
     PID_NAME,
     Unavailable,
     ask,
+    clip_prompt,
     default_home,
     dumps,
     hook_output,
@@ -43,6 +46,8 @@ SESSION_BUDGET_MS = 1000.0
 LOG_MAX_BYTES = 1_000_000
 SPAWN_STAMP = "daemon.spawned"
 RESPAWN_S = 60.0
+# A longer "cwd" in the stdin JSON is no path (PATH_MAX is 4,096 on Linux): use our own.
+MAX_PATH_CHARS = 4096
 
 _STARTED = time.perf_counter()
 
@@ -153,34 +158,65 @@ def _parse_args(argv: list[str]) -> tuple[str, float | None]:
 
 
 def run(argv: list[str], stdin: bytes) -> str | None:
-    """The hook's work without the process around it: the line to print, or None."""
+    """The hook's work without the process around it: the line to print, or None.
+
+    Whatever happens, exactly one line goes to ``logs/hook.log``: an outcome,
+    and for a failure nobody foresaw, ``error`` with the exception's type (its
+    message could quote the prompt).
+    """
     mode, budget_ms = _parse_args(argv)
     if os.name != "nt":
         os.umask(0o077)  # the log and any state folder it creates are the user's alone
     home = default_home()
+    fields: dict[str, object] = {"event": mode, "outcome": "error"}
+    try:
+        return _call(home, mode, budget_ms, stdin, fields)
+    except Exception as exc:
+        fields.update(outcome="error", error=type(exc).__name__)
+        return None
+    finally:
+        _log(home, **fields)
+
+
+def _cwd(data: dict[str, object]) -> str:
+    cwd = data.get("cwd")
+    if isinstance(cwd, str) and cwd and len(cwd) <= MAX_PATH_CHARS:
+        return cwd
+    try:
+        return os.getcwd()
+    except OSError:  # the hook's own folder was deleted under it
+        return os.path.abspath(os.sep)
+
+
+def _call(
+    home: str, mode: str, budget_ms: float | None, stdin: bytes, fields: dict[str, object]
+) -> str | None:
+    """Read the stdin JSON, ask the daemon, fill ``fields`` with what happened."""
     try:
         data = loads(stdin.decode("utf-8"))
-    except ValueError:  # UnicodeDecodeError included
-        _log(home, event=mode, outcome="bad-input")
+    except ValueError:  # UnicodeDecodeError and too-deep nesting included
+        fields["outcome"] = "bad-input"
         return None
     if not isinstance(data, dict):
-        _log(home, event=mode, outcome="bad-input")
+        fields["outcome"] = "bad-input"
         return None
     event = data.get("hook_event_name")
     session = mode == "session" or event == EVENT_SESSION
-    cwd = data.get("cwd")
-    if not isinstance(cwd, str) or not cwd:
-        cwd = os.getcwd()
+    kind = "session" if session else "prompt"
+    fields["event"] = kind
+    cwd = _cwd(data)
     if session:
         request: dict[str, object] = {"op": "session", "cwd": cwd}
         budget = (budget_ms or SESSION_BUDGET_MS) / 1000
     else:
         prompt = data.get("prompt")
         if not isinstance(prompt, str):
-            _log(home, event="prompt", outcome="bad-input")
+            fields["outcome"] = "bad-input"
             return None
+        # Only the start of a long prompt is sent: the model reads no more (protocol).
+        prompt = clip_prompt(prompt)
         if len(prompt.strip()) < MIN_PROMPT_CHARS:
-            _log(home, event="prompt", outcome="short")
+            fields["outcome"] = "short"
             return None
         request = {"op": "context", "prompt": prompt, "cwd": cwd}
         # The environment beats the installed --budget-ms (a one-off override).
@@ -191,22 +227,22 @@ def run(argv: list[str], stdin: bytes) -> str | None:
             budget = PROMPT_BUDGET_MS / 1000
     # Whatever time start-up already took comes out of the budget.
     budget -= time.perf_counter() - _STARTED
-    kind = "session" if session else "prompt"
     try:
         answer = ask(request, max(budget, 0.001), os.path.join(home, "run"))
     except Unavailable as exc:
-        started = start_daemon(home) if exc.why == "down" else False
-        _log(home, event=kind, outcome=exc.why, started_daemon=started)
+        fields["outcome"] = exc.why
+        fields["started_daemon"] = False  # and stays so if starting one fails
+        if exc.why == "down":
+            fields["started_daemon"] = start_daemon(home)
         return None
     context = answer.get("context") if answer.get("ok") else None
     if not isinstance(context, str) or not context:
-        outcome = (
+        fields["outcome"] = (
             "starting" if answer.get("starting") else ("none" if answer.get("ok") else "error")
         )
-        _log(home, event=kind, outcome=outcome)
         return None
     line = hook_output(context, EVENT_SESSION if session else EVENT_PROMPT)
-    _log(home, event=kind, outcome="injected", bytes=len(line.encode("utf-8")) + 1)
+    fields.update(outcome="injected", bytes=len(line.encode("utf-8")) + 1)
     return line
 
 

@@ -8,11 +8,17 @@ Lifecycle:
   :class:`DaemonRunning`.
 - The socket is bound *before* the model loads (~6 s): a hook asking then gets
   a quick empty answer instead of "down", so it does not start a second daemon.
+  A socket file removed or replaced while the daemon runs is noticed within
+  ``ACCEPT_POLL_S`` and recreated at the same path; a lost lock file (the
+  ``run/`` folder deleted) makes the daemon exit, so that a new one can start.
+- Only processes of the daemon's own uid are served (``SO_PEERCRED`` on
+  Linux, ``LOCAL_PEERCRED`` on macOS/FreeBSD), besides the 0700 folder.
 - Questions are handled on a thread pool; embeddings are batched by one
   worker (see :mod:`recall`). A refresher thread reloads the vectors within
   ``REFRESH_S`` of the watcher's commits.
-- Exits after ``idle_timeout_s`` without a question, on SIGTERM/SIGINT/SIGHUP,
-  or on an error, and always removes its socket and pid file on the way out.
+- Exits after ``idle_timeout_s`` without a question, counted from when it is
+  ready (a slow model load is not idleness), on SIGTERM/SIGINT/SIGHUP, or on
+  an error, and always removes its socket and pid file on the way out.
 
 Transport: a UNIX socket in the 0700 ``run/`` folder; on Windows TCP on
 127.0.0.1 with a shared secret in a user-only file and an HMAC answer tag
@@ -29,6 +35,9 @@ import os
 import secrets
 import signal
 import socket
+import stat
+import struct
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -50,9 +59,18 @@ from precedents.protocol import (
 log = logging.getLogger("precedents.daemon")
 
 REFRESH_S = 0.25
+# How often the accept loop looks at the clock and at its socket file: the
+# longest a removed socket stays missing.
 ACCEPT_POLL_S = 0.5
 CLIENT_TIMEOUT_S = 10.0
 WORKERS = 16
+# A model and index still loading after this long (or after the idle timeout,
+# if longer) are stuck: exit rather than answer "starting" for ever.
+LOAD_LIMIT_S = 600.0
+# The socket is bound here and renamed into place, so that it appears whole
+# (never a moment with a socket file nobody listens on, or none at all). No
+# longer than SOCKET_NAME: a UNIX socket path has ~104 bytes.
+BIND_NAME = "daemon.new"
 
 
 class DaemonRunning(UsageError):
@@ -62,6 +80,78 @@ class DaemonRunning(UsageError):
 def read_pid(run: Path) -> int | None:
     """The pid recorded by a daemon in ``run``, if any."""
     return runlock.read_pid(run, DAEMON_ROLE)
+
+
+def _file_id(path: Path) -> tuple[int, int, bool] | None:
+    """What identifies the file at ``path``: device, inode, whether it is a socket."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, stat.S_ISSOCK(st.st_mode)
+
+
+def peer_uid(conn: socket.socket) -> int | None:
+    """The uid of the process at the other end of a UNIX socket; None where we cannot ask.
+
+    Linux: ``SO_PEERCRED`` (``struct ucred {pid, uid, gid}``). macOS and
+    FreeBSD: ``LOCAL_PEERCRED`` at level ``SOL_LOCAL`` (0), a ``struct
+    xucred {u_int version; uid_t uid; short ngroups; gid_t groups[16]}``.
+    Elsewhere (other BSDs, Windows' TCP with its secret) None: the 0700
+    folder is the only gate. Raises OSError when the OS refuses to say.
+    """
+    if hasattr(socket, "SO_PEERCRED"):
+        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("iII"))
+        return int(struct.unpack("iII", creds)[1])
+    if sys.platform == "darwin" or sys.platform.startswith("freebsd"):
+        local_peercred = getattr(socket, "LOCAL_PEERCRED", 1)
+        creds = conn.getsockopt(0, local_peercred, struct.calcsize("IIh16I"))
+        return int(struct.unpack_from("II", creds)[1])
+    return None
+
+
+def status(run: Path, wait_s: float = 2.0) -> dict[str, Any]:
+    """Whether a daemon runs for ``run`` and answers on its socket: what `serve --status` says.
+
+    ``running`` is what `serve` goes by (another process holds the lock);
+    ``answering`` whether a ping is answered. A daemon recreating a lost
+    socket, or hung, holds its lock without answering: when the pid file
+    names a live process, the ping is retried for ``wait_s`` before the
+    lock is looked at (taking it for a moment, so only then).
+    Returns ``{"running", "answering", "pid"}`` plus the ping's answer.
+    """
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            answer = protocol.ask({"op": "ping"}, max(min(wait_s, 2.0), 0.1), run)
+        except protocol.Unavailable:
+            pass
+        else:
+            if answer.get("ok"):
+                return {**answer, "running": True, "answering": True, "pid": answer.get("pid")}
+        pid = read_pid(run)
+        if pid is None or not _alive(pid) or time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
+    if pid is None or not _alive(pid):
+        return {"running": False, "answering": False, "pid": None}
+    probe = runlock.FileLock(run / f"{DAEMON_ROLE}.lock")
+    if probe.acquire():  # nobody holds it: the pid file is stale
+        probe.release()
+        return {"running": False, "answering": False, "pid": None}
+    return {"running": True, "answering": False, "pid": pid}
+
+
+def _alive(pid: int) -> bool:
+    if os.name == "nt":
+        return True  # no cheap probe there; the lock decides
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # it exists, as another user
+    return True
 
 
 class Daemon:
@@ -82,9 +172,13 @@ class Daemon:
         self._recall_factory = recall_factory
         self.recall: Any = None
         self._stop = threading.Event()
-        self._last_question = time.monotonic()
+        self._started = time.monotonic()
+        self._last_question = self._started  # set again when ready: loading is not idleness
         self._claimed = runlock.Claim(self.run, DAEMON_ROLE)
+        self._lock_id: tuple[int, int, bool] | None = None
         self._sock: socket.socket | None = None
+        self._sock_id: tuple[int, int, bool] | None = None
+        self._uid = os.geteuid() if hasattr(os, "geteuid") else None
         self._secret: bytes | None = None
         self._owned: list[Path] = []
         self.stop_reason = ""
@@ -98,7 +192,8 @@ class Daemon:
                 f"a daemon is already running for {self.settings.home}"
                 + (f" (pid {pid})" if pid else "")
             )
-        for name in (SOCKET_NAME, PORT_NAME, SECRET_NAME):
+        self._lock_id = _file_id(self.run / f"{DAEMON_ROLE}.lock")
+        for name in (SOCKET_NAME, PORT_NAME, SECRET_NAME, BIND_NAME):
             stale = self.run / name
             if stale.exists() or stale.is_symlink():
                 log.info("removing stale %s left by a daemon that died", name)
@@ -113,21 +208,78 @@ class Daemon:
             sock.bind(("127.0.0.1", 0))
             runlock.write_private(self.run / PORT_NAME, f"{sock.getsockname()[1]}\n")
             self._owned.append(self.run / PORT_NAME)
+            sock.listen(64)
+            sock.settimeout(ACCEPT_POLL_S)
         else:
-            path = self.run / SOCKET_NAME
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.bind(str(path))
-            self._owned.append(path)
-            os.chmod(path, 0o600)
-        sock.listen(64)
-        sock.settimeout(ACCEPT_POLL_S)
+            sock = self._bind_unix()
         self._sock = sock
+
+    def _bind_unix(self) -> socket.socket:
+        """A listening socket at ``run/daemon.sock``, replacing whatever is there."""
+        path, staging = self.run / SOCKET_NAME, self.run / BIND_NAME
+        staging.unlink(missing_ok=True)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.bind(str(staging))
+            os.chmod(staging, 0o600)
+            sock.listen(64)
+            sock.settimeout(ACCEPT_POLL_S)
+            os.replace(staging, path)
+        except OSError:
+            sock.close()
+            with contextlib.suppress(OSError):
+                staging.unlink(missing_ok=True)
+            raise
+        self._sock_id = _file_id(path)
+        return sock
+
+    def _run_folder_lost(self) -> str:
+        """Why the daemon cannot go on (its lock file is gone), or ""."""
+        if self._lock_id is not None and _file_id(self.run / f"{DAEMON_ROLE}.lock") != (
+            self._lock_id
+        ):
+            return "its lock file was removed (the run folder deleted?)"
+        return ""
+
+    def _keep_socket(self, pool: ThreadPoolExecutor) -> None:
+        """Recreate the socket file if it was removed or replaced; exit if that cannot be."""
+        if self.transport != "unix" or self._sock is None:
+            return
+        path = self.run / SOCKET_NAME
+        if _file_id(path) == self._sock_id:
+            return
+        lost = self._run_folder_lost()
+        if lost:
+            log.error("exiting: %s", lost)
+            self.stop("run folder lost")
+            return
+        old = self._sock
+        try:
+            self._sock = self._bind_unix()
+        except OSError as exc:
+            log.error("the socket %s was lost and cannot be recreated (%s): exiting", path, exc)
+            self.stop("socket lost")
+            return
+        # Clients that connected just before the switch are still served.
+        old.setblocking(False)
+        while True:
+            try:
+                conn, _ = old.accept()
+            except OSError:
+                break
+            pool.submit(self._handle, conn)
+        old.close()
+        log.warning("the socket %s was removed or replaced: recreated it", path)
 
     def _cleanup(self) -> None:
         if self._sock is not None:
             with contextlib.suppress(OSError):
                 self._sock.close()
             self._sock = None
+            path = self.run / SOCKET_NAME
+            if self._sock_id is not None and _file_id(path) == self._sock_id:
+                with contextlib.suppress(OSError):
+                    path.unlink()  # ours: whatever replaced it is left alone
         for path in self._owned:
             with contextlib.suppress(OSError):
                 path.unlink(missing_ok=True)
@@ -192,6 +344,7 @@ class Daemon:
             log.exception("loading the model or index failed")
             self.stop(f"error: {exc!r}")
             return
+        self._last_question = time.monotonic()  # the idle clock starts now
         self.recall = recall
         log.info("ready: model %s", getattr(recall.embedder, "model_id", "?"))
         threading.Thread(target=self._refresh_loop, name="refresh", daemon=True).start()
@@ -209,9 +362,18 @@ class Daemon:
         assert self._sock is not None
         if ready is not None:
             ready.set()
+        load_limit = max(self.idle_timeout_s, LOAD_LIMIT_S)
         while not self._stop.is_set():
-            if time.monotonic() - self._last_question > self.idle_timeout_s:
-                self.stop(f"idle for {self.idle_timeout_s:.0f}s")
+            now = time.monotonic()
+            if self.recall is not None:
+                if now - self._last_question > self.idle_timeout_s:
+                    self.stop(f"idle for {self.idle_timeout_s:.0f}s")
+                    break
+            elif now - self._started > load_limit and loader.is_alive():
+                self.stop(f"still loading after {load_limit:.0f}s")
+                break
+            self._keep_socket(pool)
+            if self._stop.is_set():
                 break
             try:
                 conn, _ = self._sock.accept()
@@ -230,16 +392,45 @@ class Daemon:
     def _handle(self, conn: socket.socket) -> None:
         with conn:
             conn.settimeout(CLIENT_TIMEOUT_S)
-            reader = conn.makefile("rb")
             try:
+                if not self._peer_allowed(conn):
+                    conn.sendall(
+                        protocol.encode(
+                            {"v": PROTOCOL_VERSION, "ok": False, "error": "unauthorized"}
+                        )
+                    )
+                    return
+                reader = conn.makefile("rb")
                 while not self._stop.is_set():
                     line = reader.readline(protocol.MAX_LINE_BYTES + 1)
                     if not line:
+                        return
+                    if len(line) > protocol.MAX_LINE_BYTES:
+                        # Not read on as more requests: one answer, then the door.
+                        conn.sendall(
+                            protocol.encode(
+                                {"v": PROTOCOL_VERSION, "ok": False, "error": "too long"}
+                            )
+                        )
                         return
                     answer = self._answer(line)
                     conn.sendall(protocol.encode(answer))
             except (OSError, TimeoutError):
                 return  # the client gave up (its budget ran out) or vanished
+
+    def _peer_allowed(self, conn: socket.socket) -> bool:
+        """Whether the client runs as our uid (UNIX sockets; TCP has its secret)."""
+        if self.transport != "unix" or self._uid is None:
+            return True
+        try:
+            uid = peer_uid(conn)
+        except OSError as exc:
+            log.warning("refused a connection: its uid cannot be read (%s)", exc)
+            return False
+        if uid is None or uid == self._uid:
+            return True
+        log.warning("refused a connection from uid %d (this daemon serves uid %d)", uid, self._uid)
+        return False
 
     def _answer(self, line: bytes) -> dict[str, Any]:
         try:
@@ -301,8 +492,8 @@ class Daemon:
         if not isinstance(prompt, str):
             return {"ok": False, "error": "prompt missing"}
         answer = self.recall.context(prompt, cwd)
-        # Ids, bytes, scores and timings only: never the prompt's text.
-        log.info("answer %s", json.dumps({"op": op, **answer.log_fields()}))
+        # Ids, bytes, scores, timings and the prompt's length only: never its text.
+        log.info("answer %s", json.dumps({"op": op, "chars": len(prompt), **answer.log_fields()}))
         return {"ok": True, "context": answer.context}
 
 

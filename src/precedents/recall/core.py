@@ -22,7 +22,7 @@ from precedents.config import Settings
 from precedents.embedding import Embedder, load_embedder
 from precedents.errors import StoreError
 from precedents.kinds import Kind
-from precedents.protocol import EVENT_SESSION, MIN_PROMPT_CHARS
+from precedents.protocol import EVENT_SESSION, MIN_PROMPT_CHARS, clip_prompt
 from precedents.recall.batcher import Batcher, Ranked, Work
 from precedents.recall.format import LineParts, fit_lines, format_context, line_parts
 from precedents.recall.marks import AdrMarks
@@ -178,13 +178,16 @@ class Recall:
     def embed(self, text: str) -> Any:
         """The query vector of ``text`` (serialized with the other callers)."""
         with self._encode_lock:
-            return self.embedder.encode_queries([text])[0]
+            return self.embedder.encode_queries([clip_prompt(text)])[0]
 
     def _work(self, items: list[Work]) -> list[Ranked]:
         """Embed a batch of questions at once, then rank each (the batcher's job)."""
         started = time.perf_counter()
+        # Whatever a client sent, the model gets at most MAX_PROMPT_CHARS of it: it
+        # reads no more, and tokenizing a megabyte would stall the whole batch.
+        texts = [clip_prompt(text) for text, _ in items]
         with self._encode_lock:
-            vectors = self.embedder.encode_queries([text for text, _ in items])
+            vectors = self.embedder.encode_queries(texts)
         embedded = time.perf_counter()
         snapshot = self._snapshot
         by_keys: dict[tuple[str, ...], list[int]] = {}
@@ -234,7 +237,7 @@ class Recall:
         hits, embed_ms, search_ms = self._ranked(text, tuple(project_keys(root)))
         ranked = time.perf_counter()
         selection = select(hits, self.thresholds, root)
-        text_out = format_context(selection, self.marks.mark_for)
+        text_out = format_context(selection, self.marks.mark_for, self.marks.successors_for)
         done = time.perf_counter()
         return Answer(
             text_out,
