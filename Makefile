@@ -45,8 +45,8 @@ test: install
 	$(PY) -m pytest -q -p no:cacheprovider
 
 lint: install
-	$(BIN)/ruff check src tests bench scripts
-	$(BIN)/ruff format --check src tests bench scripts
+	$(BIN)/ruff check src tests bench scripts training
+	$(BIN)/ruff format --check src tests bench scripts training
 	$(BIN)/mypy
 
 # The repository's eval sets (../shared) laid out in the documented set format

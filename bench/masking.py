@@ -1,4 +1,5 @@
-"""Measure secret masking: first-call cost, per-call latency on a 2 KB note, MB/s.
+"""Measure secret masking: first-call cost, per-call latency on a 2 KB note, MB/s,
+then false positives and throughput on the shared corpora (docs/secrets.md).
 
 Run: .venv/bin/python bench/masking.py  (not secrets.py: that name would shadow the stdlib module)
 """
@@ -9,8 +10,22 @@ import random
 import statistics
 import string
 import time
+from collections import Counter
+from pathlib import Path
+from unittest import mock
 
+from precedents import secrets
 from precedents.secrets import find_secrets, mask_secrets
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+# Every real text the project has: notes, rules, ADRs, conversation logs.
+CORPUS_GLOBS = (
+    "eval/**/*.md",
+    "eval/**/*.mdc",
+    "eval/**/*.jsonl",
+    "claude-code/*.jsonl",
+    "adr-corpora/**/*.md",
+)
 
 _RNG = random.Random(7)
 
@@ -65,5 +80,60 @@ def main() -> None:
         print(f"500 x 2 KB {label} notes: {mb / elapsed:.1f} MB/s")
 
 
+def _preview(value: str) -> str:
+    """Enough of a finding to judge it by eye, never a whole secret."""
+    return f"{value[:6]}…({len(value)} chars)" if len(value) > 10 else "…"
+
+
+def corpora() -> None:
+    """Spans found in the shared corpora, and those only the keyword-free rules add.
+
+    Every span printed should be a real secret: the corpora hold one planted
+    key (AWS's documentation example, twice). Anything else is a false positive.
+    """
+    files = sorted({p for pattern in CORPUS_GLOBS for p in SHARED.glob(pattern)})
+    if not files:
+        print(f"shared corpora not found under {SHARED}: skipped")
+        return
+    texts = {p: p.read_text("utf-8", "replace") for p in files}
+    total: Counter[str] = Counter()
+    added = 0
+    for path, text in texts.items():
+        spans = find_secrets(text)
+        with (
+            mock.patch.object(secrets, "token_spans", lambda text, data: []),
+            mock.patch.object(secrets, "repeat_spans", lambda text, spans: []),
+        ):
+            before = {(s.start, s.end) for s in find_secrets(text)}
+        for span in spans:
+            total[span.kind] += 1
+            new = (span.start, span.end) not in before
+            added += new
+            where = path.relative_to(SHARED)
+            value = _preview(text[span.start : span.end])
+            print(f"  {'NEW ' if new else ''}{span.kind:<16} {value:<22} {where}")
+    mb = sum(len(t.encode()) for t in texts.values()) / 1e6
+    print(
+        f"shared corpora: {len(files)} files, {mb:.1f} MB: {sum(total.values())} spans "
+        f"{dict(total)}, {added} of them from the keyword-free rules"
+    )
+    logs = [t for p, t in texts.items() if p.parent.name == "claude-code"]
+    size_mb = sum(len(t.encode()) for t in logs) / 1e6
+    lines = [line for t in logs for line in t.splitlines()]
+    for label, batch in (("whole files", logs), ("line by line", lines)):
+        runs = []
+        for _ in range(7):
+            start = time.perf_counter()
+            for text in batch:
+                mask_secrets(text)
+            runs.append(time.perf_counter() - start)
+        print(
+            f"claude-code transcripts ({size_mb:.2f} MB), {label}: "
+            f"median {size_mb / statistics.median(runs):.1f} MB/s, "
+            f"best {size_mb / min(runs):.1f} MB/s"
+        )
+
+
 if __name__ == "__main__":
     main()
+    corpora()

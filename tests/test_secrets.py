@@ -7,10 +7,12 @@ AWS's documented example key pair is the exception: it is public and inert.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import itertools
 import logging
 import random
+import re
 import string
 import subprocess
 import sys
@@ -438,3 +440,259 @@ def test_import_is_light() -> None:
         "assert not heavy, heavy\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# -- secrets without a keyword (issue #8, item 7) -------------------------------------
+
+_B64 = _ALNUM + "+/"
+
+
+def _random_token(n: int, alphabet: str = _ALNUM) -> str:
+    """A random token that surely has upper, lower and digits (as real keys do)."""
+    while True:
+        token = _rand(n, alphabet)
+        classes = (str.isupper, str.islower, str.isdigit)
+        if all(any(is_class(c) for c in token) for is_class in classes):
+            return token
+
+
+BARE_KEY = _random_token(40)
+BARE_B64_SECRET = _random_token(44, _B64)
+
+# Vendor tokens at lengths other than the official one: kingfisher's exact-length
+# rules miss them, or mask only their first characters and leak the rest.
+OFF_LENGTH_VENDOR_TOKENS: list[tuple[str, str]] = [
+    ("github-pat-short", "ghp_" + _random_token(30)),
+    ("github-pat-long", "ghp_" + _random_token(40)),
+    ("github-fine-grained-short", "github_pat_" + _random_token(22) + "_" + _random_token(30)),
+    ("anthropic-api03-short", "sk-ant-api03-" + _random_token(40, _URLSAFE)),
+    ("anthropic-admin", "sk-ant-admin01-" + _random_token(60, _URLSAFE)),
+    ("openai-project", "sk-proj-" + _random_token(60, _URLSAFE)),
+    ("openai-service-account", "sk-svcacct-" + _random_token(50, _URLSAFE)),
+    ("openai-legacy-short", "sk-" + _random_token(40)),
+    ("slack-short", "xoxb-" + _rand(10, string.digits) + "-" + _random_token(16)),
+    ("aws-key-id-long", "AKIA" + _rand(17, string.ascii_uppercase) + "7"),
+    ("gitlab-long", "glpat-" + _random_token(30)),
+    ("google-short", "AIza" + _random_token(32)),
+    ("huggingface-short", "hf_" + _random_token(30)),
+    ("huggingface-long", "hf_" + _random_token(40)),
+    ("npm-short", "npm_" + _random_token(32)),
+]
+
+
+@pytest.mark.parametrize(
+    "token", [t for _, t in OFF_LENGTH_VENDOR_TOKENS], ids=[n for n, _ in OFF_LENGTH_VENDOR_TOKENS]
+)
+def test_vendor_prefix_at_any_plausible_length(token: str) -> None:
+    masked = mask_secrets(f"the key {token} leaked")
+    # The whole token goes: no tail of it may survive a shorter match.
+    assert re.fullmatch(r"the key \[MASKED:[a-z0-9-]+\] leaked", masked), masked
+
+
+def test_assistant_repeating_a_key_alone_on_a_line() -> None:
+    text = f"Sure, here is the key you pasted earlier:\n\n{BARE_KEY}\n\nKeep it safe."
+    assert mask_secrets(text) == (
+        "Sure, here is the key you pasted earlier:\n\n[MASKED:high-entropy]\n\nKeep it safe."
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"{BARE_KEY}",
+        f"use {BARE_KEY} for the webhook",
+        f"signing value: `{BARE_B64_SECRET}`",
+        f'{{"role": "assistant", "text": "the value is {BARE_B64_SECRET}"}}',
+        f"日本語のメモ 🎉 {BARE_KEY} です",
+    ],
+    ids=["alone", "in-prose", "backticks", "json", "japanese"],
+)
+def test_bare_high_entropy_token_is_masked(text: str) -> None:
+    masked = mask_secrets(text)
+    assert BARE_KEY not in masked and BARE_B64_SECRET not in masked
+    assert "[MASKED:" in masked
+    assert mask_secrets(masked) == masked
+
+
+def test_bare_token_spans_are_str_offsets_after_non_ascii() -> None:
+    text = f"é🎉 {BARE_KEY} ü"
+    spans = find_secrets(text)
+    assert [text[s.start : s.end] for s in spans] == [BARE_KEY]
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("and secret {}", _rand(24, string.ascii_lowercase + string.digits) + "7"),
+        ("the token is {}", _random_token(20)),
+        ("my API key '{}' expired", _random_token(24)),
+        ("password {} then enter", "x" + _rand(15, string.ascii_lowercase + string.digits) + "2"),
+        ("the secret is {}", hashlib.sha256(b"secret").hexdigest()),
+    ],
+    ids=["and-secret", "token-is", "api-key-quoted", "password", "hex-secret"],
+)
+def test_keyword_then_value_without_separator(text: str, secret: str) -> None:
+    masked = mask_secrets(text.format(secret))
+    assert secret not in masked
+    assert "[MASKED:" in masked
+
+
+def test_a_value_found_once_is_masked_at_every_occurrence() -> None:
+    password = "pw" + _rand(10, string.ascii_lowercase) + "42"
+    text = (
+        f"DB_PASSWORD={password}\n"
+        f"user: then psql failed with {password}, so I retried.\n"
+        f'assistant: "{password}" is rejected; try resetting {password}.\n'
+        f"but not {password}x nor x{password}\n"
+    )
+    masked = mask_secrets(text)
+    assert masked == (
+        "DB_PASSWORD=[MASKED:password]\n"
+        "user: then psql failed with [MASKED:password], so I retried.\n"
+        'assistant: "[MASKED:password]" is rejected; try resetting [MASKED:password].\n'
+        f"but not {password}x nor x{password}\n"
+    )
+    assert mask_secrets(masked) == masked
+
+
+def test_a_url_password_is_masked_again_when_repeated() -> None:
+    text = f"postgres://app:{URL_PASSWORD}@db/app\nthen I typed {URL_PASSWORD} again\n"
+    masked = mask_secrets(text)
+    assert URL_PASSWORD not in masked
+    assert masked.count("[MASKED:url-password]") == 2
+
+
+def test_many_distinct_values_are_each_masked_again() -> None:
+    values = [f"v{i}" + _rand(12) + "9" for i in range(50)]
+    text = "".join(f"K{i}_TOKEN={v}\n" for i, v in enumerate(values))
+    text += "repeated: " + " ".join(values) + "\n"
+    masked = mask_secrets(text)
+    assert not any(v in masked for v in values)
+    assert masked.count("[MASKED:token]") == 100
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # Words, names and placeholders found once are not spread over the text.
+        "password: letmein\nletmein is also what the banner says",
+        'mask_token="[MASK]"\nthe [MASK] token is predicted',
+        "    token=unk_token,\nreturn unk_token",
+        "color:\n  token: '#d8dee9'\nborder: '#d8dee9'",
+    ],
+)
+def test_words_and_placeholders_are_not_spread(text: str) -> None:
+    masked = mask_secrets(text)
+    assert masked.count("[MASKED:") <= 1
+
+
+_PNG_B64 = base64.b64encode(
+    b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(_RNG.getrandbits(8) for _ in range(600))
+).decode()
+_JPEG_B64 = base64.b64encode(
+    b"\xff\xd8\xff\xe0" + bytes(_RNG.getrandbits(8) for _ in range(90))
+).decode()
+_CERT = (
+    "-----BEGIN CERTIFICATE-----\n"
+    + "\n".join(_random_token(64, _B64) for _ in range(4))
+    + "\n-----END CERTIFICATE-----"
+)
+_SSH_PUBLIC = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" + _random_token(43, _B64) + " alice@laptop"
+
+# Random-looking text that is no secret: each must come back unchanged.
+NO_KEYWORD_LOOKALIKES: list[str] = [
+    f"commit {_hex(40)} and {_hex(12)} and {_hex(7)}",
+    f"sha256 {hashlib.sha256(b'z').hexdigest()} sha512 {hashlib.sha512(b'z').hexdigest()}",
+    f"row {uuid.UUID(int=_RNG.getrandbits(128))} in table",
+    f"REQUEST ID {uuid.UUID(int=_RNG.getrandbits(128))}".upper(),
+    f'<img src="data:image/png;base64,{_PNG_B64}">',
+    f"![plot](data:image/jpeg;base64,{_JPEG_B64})",
+    '{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "'
+    + _PNG_B64
+    + '"}}',
+    f'{{"type": "image", "data": "{_JPEG_B64}"}}',
+    '"integrity": "sha512-' + base64.b64encode(hashlib.sha512(b"pkg").digest()).decode() + '"',
+    "golang.org/x/net v0.23.0 h1:" + base64.b64encode(hashlib.sha256(b"go").digest()).decode(),
+    _SSH_PUBLIC,
+    f"server cert:\n{_CERT}\n",
+    _CERT.replace("CERTIFICATE", "PGP SIGNATURE").replace("-----\n", "-----\n\n", 1),
+    '{"type":"tool_use","id":"toolu_01' + _random_token(34) + '","name":"Bash"}',
+    '{"id":"msg_01' + _random_token(34) + '","requestId":"req_011' + _random_token(34) + '"}',
+    "model = AutoModel.from_pretrained('HuggingFaceM4/Idefics3-8B-Llama3')",
+    "load cross-encoder/mmarco-mMiniLMv2-L12-H384-v1 and meta-llama/Llama-3.2-11B-Vision",
+    "open test-8000Hz-le-3ch-5S-24bit-rf64.wav and runs/May04_22-14-54_s-MacBook-Pro",
+    f"https://github.com/JabRef/jabref/blob/{_hex(40)}/src/main/java/org/jabref/Foo.java",
+    "https://app.diagrams.net/#G1w8dZs5vZOoy0dvCnRr5P6GHc3VQRdwLq and https://example.com/a?q=1",
+    "/Users/alice/Library/Application Support/precedents/lancedb/chunks.lance/data/0a1b2c.lance",
+    "C--home-AppData-Local-Temp-claude-C--Projetos-rainforest-mind-722539d9-b368-4e3f",
+    "adrs/JabRef__jabref/0059-use-cuid2-for-ai-library-id.md",
+    "class Qwen4ExpTextRMSNorm2ForConditionalGenerationWithPast(PreTrainedModel):",
+    "def test_mask_secrets_keeps_utf8_offsets_for_2_byte_and_4_byte_characters():",
+    "VGhlIHF1aWNrIGJyb3duIGZveCBqdW1wcyBvdmVyIDEzIGxhenkgZG9ncw== decodes to a sentence",
+    "+-------+------------+--------------+--------------+-------------+",
+    "the token count is 123456789012345678 and the key idea is simple",
+    f"GPG key {_hex(16).upper()} and the public key fingerprint {_hex(40)}",
+    "sk-ant-api03-... and ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx are placeholders",
+    "xoxb-your-slack-bot-token-goes-here and hf_YOUR_TOKEN_HERE",
+]
+
+
+@pytest.mark.parametrize("text", NO_KEYWORD_LOOKALIKES)
+def test_random_looking_text_that_is_no_secret_is_untouched(text: str) -> None:
+    assert find_secrets(text) == []
+    assert mask_secrets(text) == text
+
+
+def test_a_long_blob_is_not_a_token() -> None:
+    blob = _random_token(2000, _B64)
+    assert mask_secrets(f"archive {blob} end") == f"archive {blob} end"
+
+
+@pytest.mark.parametrize("scanner", [None, _BrokenScanner()], ids=["unavailable", "failing"])
+def test_keyword_free_rules_work_without_kingfisher(
+    monkeypatch: pytest.MonkeyPatch, scanner: object
+) -> None:
+    monkeypatch.setattr(secrets, "_get_scanner", lambda: scanner)
+    for _, token in OFF_LENGTH_VENDOR_TOKENS:
+        masked = mask_secrets(f"the key {token} leaked")
+        assert re.fullmatch(r"the key \[MASKED:[a-z0-9-]+\] leaked", masked), masked
+    assert mask_secrets(BARE_KEY) == "[MASKED:high-entropy]"
+    for text in NO_KEYWORD_LOOKALIKES:
+        assert mask_secrets(text) == text
+
+
+def test_entropy_and_randomness_helpers() -> None:
+    from precedents.secrets_rules import looks_random, shannon_entropy
+
+    assert shannon_entropy("") == 0.0
+    assert shannon_entropy("aaaa") == 0.0
+    assert shannon_entropy("abcd") == pytest.approx(2.0)
+    assert looks_random(BARE_KEY)
+    assert not looks_random("Ab1" * 12)  # repetitive: low entropy
+    assert not looks_random("ThisIsAVeryLongCamelCaseIdentifierName2024")
+    assert not looks_random(_hex(40))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # A vendor token inside a longer run: kingfisher masks its official
+        # length, the rest of the run must not surface as a new secret later.
+        f"x +ghp_{_random_token(60)}xoxb-1234-{_random_token(40)} y",
+        # A mask inside a long ``a=b...c=d`` value: ``c=d`` is read afterwards.
+        f' "={_random_token(60)}日本{_random_token(16)}password=sk-ant-api03-AKIA',
+        # A 31-character run and base64 padding: its length must not change.
+        f"{_random_token(31)}={_random_token(32)}日本{_random_token(31)}",
+        f"{BARE_KEY}-{BARE_KEY}/{GITHUB_PAT}",
+    ],
+    ids=["vendor-inside-run", "assignment-after-mask", "padding", "glued"],
+)
+def test_masking_a_masked_text_changes_nothing(text: str) -> None:
+    once = mask_secrets(text)
+    assert mask_secrets(once) == once
+
+
+def test_a_partly_matched_token_is_masked_whole() -> None:
+    # kingfisher's rule takes ghp_ + 36 characters; the 4 after them go too.
+    token = "ghp_" + _random_token(40)
+    assert re.fullmatch(r"token \[MASKED:github-[a-z]+\]\.", mask_secrets(f"token {token}."))

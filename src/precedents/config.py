@@ -35,6 +35,9 @@ class Thresholds:
     min_gap: float = 0.025
     wide_gap: float = 0.11
     near_top: float = 0.05
+    # The learned decision (recall/relevance.py): nothing is injected when the
+    # adapted score of the top-ranked records is below this. None: not used.
+    min_relevance: float | None = None
 
 
 # Seed values. bge-m3's are the SPEC's; the bundled MiniLM's are re-tuned by

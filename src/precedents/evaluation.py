@@ -86,6 +86,7 @@ class Ranked:
     hits: list[DocumentHit]
     ids: list[str]
     set: SetRun
+    relevance: float | None = None  # the learned score select() decides with
 
 
 @dataclass
@@ -184,10 +185,9 @@ def _rank_set(set_settings: Settings, folder: Path, model: Embedder, run: EvalRu
         one = SetRun(folder.name, project_root(folder), ids, recall.marks)
         run.sets.append(one)
         for msg in messages:
-            hits = recall.rank(msg.text, None)  # the set's store holds this set alone
-            run.ranked.append(
-                Ranked(msg, hits, [ids.get(h.record.path, h.record.path) for h in hits], one)
-            )
+            hits, relevance = recall.assess(msg.text, folder)
+            ranked_ids = [ids.get(h.record.path, h.record.path) for h in hits]
+            run.ranked.append(Ranked(msg, hits, ranked_ids, one, relevance))
     finally:
         recall.close()
 
@@ -234,7 +234,7 @@ def score(run: EvalRun, thresholds: Thresholds) -> dict[str, Any]:
 
     for r in run.ranked:
         m = r.message
-        selection = select(r.hits, thresholds, r.set.project)
+        selection = select(r.hits, thresholds, r.set.project, r.relevance)
         marks = r.set.marks
         text = (
             format_context(selection, marks.mark_for, marks.successors_for)
@@ -281,18 +281,32 @@ GRID = (
 )
 
 
+# With the learned relevance, its threshold is searched too, over a coarser grid
+# of the others (the relevance does most of the deciding).
+RELEVANCE_GRID = (
+    tuple(x / 100 for x in range(20, 62, 5)),  # min_top
+    (0.0, 0.025, 0.05, 0.075, 0.1),  # min_gap
+    tuple(x / 100 for x in range(4, 21, 4)),  # wide_gap
+    tuple(x / 100 for x in range(30, 82, 2)),  # min_relevance
+)
+
+
 def tune(
     run: EvalRun,
     unrelated_bar: float = 0.85,
-    grid: tuple[Sequence[float], Sequence[float], Sequence[float]] = GRID,
+    grid: Sequence[Sequence[float]] | None = None,
 ) -> tuple[Thresholds, dict[str, Any]]:
     """The grid point with the most situational records injected whose unrelated
     messages stay quiet at ``unrelated_bar`` (or, if none reaches it, the quietest)."""
     best: tuple[tuple[float, ...], Thresholds, dict[str, Any]] | None = None
-    for min_top, min_gap, wide in itertools.product(*grid):
+    learned = any(r.relevance is not None for r in run.ranked)
+    if grid is None:
+        grid = RELEVANCE_GRID if learned else GRID
+    for point in itertools.product(*grid):
+        min_top, min_gap, wide = point[:3]
         if wide < min_gap:
             continue
-        th = Thresholds(min_top, min_gap, wide, 0.05)
+        th = Thresholds(min_top, min_gap, wide, 0.05, point[3] if len(point) > 3 else None)
         s = score(run, th)
         quiet = s["unrelated (all): nothing injected"]["rate"]
         injected = s["situational: injected"]["rate"]

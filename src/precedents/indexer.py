@@ -178,7 +178,11 @@ class Indexer:
             if p not in present and any(p.startswith(r.rstrip("/") + "/") for r in roots)
         ]
         report.files_deleted = self.store.delete_files(gone)
-        if self.store.meta().get("chunker") != CHUNKER_VERSION:
+        if not known:
+            # A new store: everything in it will be read by this parser, even if
+            # this pass is interrupted and the next one goes on from there.
+            self.store.stamp(chunker=CHUNKER_VERSION)
+        elif self.store.meta().get("chunker") != CHUNKER_VERSION:
             # Records were read by another version of the parser: what is stored
             # (names, descriptions, chunks) may differ from what it reads now.
             log.info("the record parser changed: re-reading every file")

@@ -4,14 +4,20 @@ Detection has two layers:
 
 * the native scanner of ``kingfisher-secret-scanner`` (MongoDB, offline, ~490
   rules including gitleaks'/betterleaks'), which knows provider token formats;
-* a few local rules for what it misses or filters out on purpose: whole
-  private key blocks (also truncated or JSON-escaped ones), ``user:PASSWORD@``
-  in URLs, ``KEY=value`` / ``key: value`` assignments whose key names a
-  password, token or secret, ``Authorization:`` headers, and a lone AWS key id
-  (kingfisher only reports one paired with its secret).
+* local rules for what it misses or filters out on purpose: whole private
+  key blocks (also truncated or JSON-escaped ones), ``user:PASSWORD@`` in
+  URLs, ``KEY=value`` / ``key: value`` assignments whose key names a password,
+  token or secret, ``Authorization:`` headers, and (in secrets_rules.py) vendor
+  token prefixes at any plausible length, a lone AWS key id, bare high-entropy
+  tokens and random values after a keyword (``and secret Zk9...``).
 
-If the native scanner cannot be loaded or fails on a text, a wider local rule
-set (provider token formats too) is used instead, and a warning is logged.
+A value found once is then masked at every other whole-token occurrence in
+the same text (an assistant repeating a pasted key), and a span that ends
+inside a run of letters and digits is widened to the whole run. If the native
+scanner cannot be loaded or fails on a text, local regexes for the main
+provider formats, JWTs and AWS secret keys are used instead, and a warning is
+logged. docs/secrets.md lists the rules, what is left alone on purpose, and
+the measured false positives.
 
 Only the secret is replaced, by ``[MASKED:<kind>]``; everything else is left
 unchanged, character for character. Kingfisher never touches the network here:
@@ -26,6 +32,9 @@ import re
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
+
+from precedents.secrets_rules import aws_key_id_spans, plausible_token, repeat_spans, token_spans
+from precedents.secrets_rules import byte_to_char_offsets as _byte_to_char_offsets
 
 if TYPE_CHECKING:
     from kingfisher_sdk import Scanner
@@ -66,9 +75,6 @@ _PRIVATE_KEY_RE: Final = re.compile(
 # substring search; the scheme before it is checked in code.
 _URL_PASSWORD_RE: Final = re.compile(r"://[^\s:/@'\"`<>]*:([^\s/@'\"`<>]+)@[\w\[]")
 
-_AWS_PREFIXES: Final = ("AKIA", "ASIA", "ABIA", "ACCA", "A3T")
-_AWS_KEY_ID_RE: Final = re.compile(r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b")
-
 _AUTH_HEADER_RE: Final = re.compile(
     r"(?i)\bauthorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token)\s+([A-Za-z0-9._~+/=-]{8,})"
 )
@@ -87,7 +93,9 @@ _KEY_ENDINGS: Final = (
 # case-insensitive keyword at every position of the text.
 _ASSIGNMENT_RE: Final = re.compile(
     r"(?:=>|:=|\?=|=|:)[ \t]*"
-    r"(?:\\?\"(?P<dq>(?:[^\"\s\\]|\\[^\"\s])+)\\?\""
+    # A double-quoted value, maybe JSON-escaped: the loop is unrolled (runs of
+    # plain characters between escapes), twice as fast on conversation logs.
+    r"(?:\\?\"(?P<dq>(?=[^\"\s\\]|\\[^\"\s])[^\"\s\\]*(?:\\[^\"\s][^\"\s\\]*)*)\\?\""
     r"|'(?P<sq>[^'\s]+)'"
     # An unquoted value must end cleanly, so calls and subscripts such as
     # ``get_password()`` or ``os.environ["TOKEN"]`` never match.
@@ -113,7 +121,8 @@ _YAML_KEY_RE: Final = re.compile(r"[ \t]*(?:- )?[\"']?")
 _YAML_REST_RE: Final = re.compile(r"[ \t]*(?:#.*)?$", re.MULTILINE)
 _TYPE_NAMES: Final = frozenset({"str", "bytes", "int", "bool", "float", "dict", "list", "any"})
 
-# Provider token formats, used only when the native scanner is unavailable.
+# Provider token formats, used only when the native scanner is unavailable
+# (secrets_rules' vendor prefixes, always on, need a digit in the token).
 _FALLBACK_RULES: Final[tuple[tuple[str, re.Pattern[str]], ...]] = (
     ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_\w{60,255})")),
     ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,250}")),
@@ -152,10 +161,23 @@ def _assignment_kind(key: str) -> str:
     return "password"
 
 
+# The last three letters of every key ending: a cheap first test of the key
+# before a separator (most separators in a conversation log are JSON's).
+_KEY_TAILS: Final = tuple(sorted({ending[-3:] for ending in _KEY_ENDINGS}))
+
+
 def _assignment_spans(text: str) -> list[SecretSpan]:
     spans: list[SecretSpan] = []
     for m in _ASSIGNMENT_RE.finditer(text):
         sep = m.start()
+        # The key's last characters sit before spaces, a quote and a backslash
+        # (stripping any run of those can only keep more keys than the check
+        # below, never fewer).
+        k = sep
+        while k > 0 and text[k - 1] in " \t\"'\\":
+            k -= 1
+        if not text[max(0, k - 6) : k].lower().endswith(_KEY_TAILS):
+            continue
         before = _KEY_BEFORE_RE.match(text[max(0, sep - 110) : sep][::-1])
         if before is None:
             continue
@@ -195,7 +217,7 @@ def _assignment_spans(text: str) -> list[SecretSpan]:
     return spans
 
 
-def _local_spans(text: str, *, fallback: bool) -> list[SecretSpan]:
+def _local_spans(text: str, data: bytes, *, fallback: bool) -> list[SecretSpan]:
     spans = [SecretSpan(m.start(), m.end(), "private-key") for m in _PRIVATE_KEY_RE.finditer(text)]
     spans += [
         SecretSpan(*m.span(1), "url-password")
@@ -203,15 +225,20 @@ def _local_spans(text: str, *, fallback: bool) -> list[SecretSpan]:
         if m.start() > 0 and text[m.start() - 1].isalnum()  # a scheme, not prose
     ]
     # Substring checks (fast) spare most texts a regex pass (slow).
-    if any(prefix in text for prefix in _AWS_PREFIXES):
-        spans += [SecretSpan(*m.span(), "aws-access-key") for m in _AWS_KEY_ID_RE.finditer(text)]
     if "uthorization" in text or "UTHORIZATION" in text:
         spans += [SecretSpan(*m.span(1), "bearer-token") for m in _AUTH_HEADER_RE.finditer(text)]
+    # Order matters at equal spans: a keyword's kind beats the others.
     spans += _assignment_spans(text)
+    spans += [SecretSpan(*span) for span in aws_key_id_spans(text)]
+    spans += [SecretSpan(*span) for span in token_spans(text, data)]
     if fallback:
         for kind, pattern in _FALLBACK_RULES:
             group = 1 if pattern.groups else 0
-            spans += [SecretSpan(*m.span(group), kind) for m in pattern.finditer(text)]
+            spans += [
+                SecretSpan(*m.span(group), kind)
+                for m in pattern.finditer(text)
+                if plausible_token(m.group(group))  # not ghp_xxxx..., xoxb-your-token
+            ]
     return spans
 
 
@@ -251,32 +278,14 @@ def _get_scanner() -> Scanner | None:
     return _scanner
 
 
-def _byte_to_char_offsets(data: bytes, offsets: set[int]) -> dict[int, int]:
-    """Map UTF-8 byte offsets of ``data`` to str offsets in one pass.
-
-    An offset inside a multi-byte character maps to that character's start;
-    callers widen ends themselves, so a span never shrinks.
-    """
-    result: dict[int, int] = {}
-    prev_byte = prev_char = 0
-    for off in sorted(offsets):
-        off = min(max(off, 0), len(data))
-        start = off
-        while 0 < start < len(data) and (data[start] & 0xC0) == 0x80:
-            start -= 1
-        prev_char += len(data[prev_byte:start].decode("utf-8", "surrogatepass"))
-        prev_byte = start
-        result[off] = prev_char
-    return result
-
-
-def _native_spans(scanner: Scanner, text: str) -> tuple[list[SecretSpan], list[SecretSpan]]:
+def _native_spans(
+    scanner: Scanner, text: str, data: bytes
+) -> tuple[list[SecretSpan], list[SecretSpan]]:
     """Kingfisher's findings as str spans: (reported findings, hidden components).
 
     Hidden findings are the parts of a multi-part credential (an AWS secret key
     without its key id); they are masked too, but named last when they overlap.
     """
-    data = text.encode("utf-8", "surrogatepass")
     raw: list[tuple[int, int, str, bool]] = []
     for f in scanner.scan(data):
         loc = f.location
@@ -327,11 +336,35 @@ def _merge(spans: list[SecretSpan], text: str) -> list[SecretSpan]:
     return merged
 
 
+_ASCII_ALNUM: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_ALNUM_RUN_RE: Final = re.compile(r"[A-Za-z0-9]*")
+
+
+def _widen(spans: list[SecretSpan], text: str) -> list[SecretSpan]:
+    """Widen a span that starts or ends inside a run of ASCII letters and digits
+    to the whole run: a rule that matched only the official length of a longer
+    token (``ghp_`` + 36 of 40 characters) must not leave its tail in clear."""
+    widened: list[SecretSpan] | None = None
+    for i, span in enumerate(spans):
+        start, end = span.start, span.end
+        if end < len(text) and text[end] in _ASCII_ALNUM and text[end - 1] in _ASCII_ALNUM:
+            run = _ALNUM_RUN_RE.match(text, end)  # always matches: the pattern may be empty
+            end = run.end() if run else end
+        while start > 0 and text[start - 1] in _ASCII_ALNUM and text[start] in _ASCII_ALNUM:
+            start -= 1
+        if (start, end) != (span.start, span.end):
+            if widened is None:
+                widened = list(spans)
+            widened[i] = SecretSpan(start, end, span.kind)
+    return spans if widened is None else _merge(widened, text)
+
+
 def find_secrets(text: str) -> list[SecretSpan]:
     """Return the secrets in ``text`` as sorted, non-overlapping str-offset spans.
 
     Overlapping findings are merged into one span, named after the earliest
-    (longest at a tie) of them. Uses kingfisher plus the local rules; if
+    (longest at a tie) of them. A value found once is reported at each of its
+    whole-token occurrences in ``text``. Uses kingfisher plus the local rules; if
     kingfisher is unavailable or fails, the wider local rule set, with a
     warning on the ``precedents.secrets`` logger. May raise only on a bug in
     the local rules; :func:`mask_secrets` never raises.
@@ -340,11 +373,13 @@ def find_secrets(text: str) -> list[SecretSpan]:
         return []
     spans: list[SecretSpan] = []
     hidden: list[SecretSpan] = []
+    # Encoded once: kingfisher scans bytes, and so does the token-run scan.
+    data = text.encode("utf-8", "surrogatepass")
     scanner = _get_scanner()
     fallback = scanner is None
     if scanner is not None:
         try:
-            spans, hidden = _native_spans(scanner, text)
+            spans, hidden = _native_spans(scanner, text, data)
         except Exception as exc:
             # The text is never logged: it may be full of secrets.
             _log.warning(
@@ -354,7 +389,47 @@ def find_secrets(text: str) -> list[SecretSpan]:
             )
             spans, hidden, fallback = [], [], True
     # Order matters at equal spans: the first listed names the kind.
-    return _merge(spans + _local_spans(text, fallback=fallback) + hidden, text)
+    merged = _merge(spans + _local_spans(text, data, fallback=fallback) + hidden, text)
+    if not merged:
+        return merged
+    merged = _widen(merged, text)
+    # A value found once is masked wherever else it stands as a whole token.
+    repeats = repeat_spans(text, [(s.start, s.end, s.kind) for s in merged])
+    if repeats:
+        merged = _widen(_merge(merged + [SecretSpan(*span) for span in repeats], text), text)
+    return merged
+
+
+def _replace(text: str, spans: list[SecretSpan]) -> str:
+    parts: list[str] = []
+    pos = 0
+    for span in spans:
+        parts.append(text[pos : span.start])
+        parts.append(f"[MASKED:{span.kind}]")
+        pos = span.end
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
+# Passes over a text that had findings: a mask can split a run of token
+# characters, and what is left of the run may be a secret on its own.
+_MAX_PASSES: Final = 3
+_TOKEN_CHARS: Final = frozenset(_ASCII_ALNUM | set("+/_-"))
+# Characters that end an unquoted assignment value (see _ASSIGNMENT_RE).
+_VALUE_ENDS: Final = frozenset(" \t\r\n\f\v'\"`;&,()[]{}<>\\")
+
+
+def _needs_rescan(text: str, span: SecretSpan) -> bool:
+    """True if masking ``span`` may let a new pass find more.
+
+    A mask glued to a token character splits a run (``+ghp_...``), and the
+    rest of the run may be a secret on its own; a mask followed by anything
+    an unquoted value runs through cuts a long ``a=b...c=d`` value, after
+    which the ``c=d`` assignment is read on its own.
+    """
+    before = text[span.start - 1] if span.start else " "
+    after = text[span.end] if span.end < len(text) else " "
+    return before in _TOKEN_CHARS or after in _TOKEN_CHARS or after not in _VALUE_ENDS
 
 
 def mask_secrets(text: str) -> str:
@@ -362,24 +437,24 @@ def mask_secrets(text: str) -> str:
 
     Everything outside the secrets is unchanged; for a URL password or a
     ``KEY=value`` assignment only the password or value is replaced. Masking a
-    masked text changes nothing. Never raises: if detection itself fails, the
-    whole text is replaced by ``[MASKED:unscannable]``, since storing it
-    unmasked could leak a secret.
+    masked text changes nothing: when a mask splits a run of token characters
+    or an unquoted value, the result is scanned again (at most twice) until no
+    new finding turns up. Never raises: if detection itself
+    fails, the whole text is replaced by ``[MASKED:unscannable]``, since
+    storing it unmasked could leak a secret.
     """
     try:
         if not isinstance(text, str):  # defensive: callers may pass bytes
             text = bytes(text).decode("utf-8", "replace") if text else ""
-        spans = find_secrets(text)
-        if not spans:
-            return text
-        parts: list[str] = []
-        pos = 0
-        for span in spans:
-            parts.append(text[pos : span.start])
-            parts.append(f"[MASKED:{span.kind}]")
-            pos = span.end
-        parts.append(text[pos:])
-        return "".join(parts)
+        for _ in range(_MAX_PASSES):
+            spans = find_secrets(text)
+            if not spans:
+                break
+            rescan = any(_needs_rescan(text, span) for span in spans)
+            text = _replace(text, spans)
+            if not rescan:
+                break  # each mask stands alone: a new pass would find nothing
+        return text
     except Exception as exc:
         _log.error("secret masking failed (%s); the whole text is masked", type(exc).__name__)
         return "[MASKED:unscannable]"

@@ -10,7 +10,8 @@ from concurrent.futures import Future
 from precedents.store.schema import DocumentHit
 
 Work = tuple[str, tuple[str, ...]]  # (prompt, project keys)
-Ranked = tuple[list[DocumentHit], float, float]  # (hits, embed ms, search ms)
+# (hits, relevance of the top-ranked records or None, embed ms, search ms)
+Ranked = tuple[list[DocumentHit], float | None, float, float]
 
 
 class Batcher:

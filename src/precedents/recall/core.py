@@ -21,11 +21,12 @@ from typing import Any
 from precedents.config import Settings
 from precedents.embedding import Embedder, load_embedder
 from precedents.errors import StoreError
-from precedents.kinds import Kind
+from precedents.kinds import DOCUMENT_KINDS, Kind
 from precedents.protocol import EVENT_SESSION, MIN_PROMPT_CHARS, clip_prompt
 from precedents.recall.batcher import Batcher, Ranked, Work
 from precedents.recall.format import LineParts, fit_lines, format_context, line_parts
 from precedents.recall.marks import AdrMarks
+from precedents.recall.relevance import DECISION_RANKS, Relevance
 from precedents.recall.selection import Selection, select
 from precedents.recall.vectors import DOC_RANKS, EMPTY, VectorSnapshot
 from precedents.sources import project_keys, project_root
@@ -58,6 +59,7 @@ class Answer:
             "reason": self.skipped or (sel.reason if sel else ""),
             "top": round(sel.top, 4) if sel else None,
             "gap": round(sel.gap, 4) if sel else None,
+            "relevance": round(sel.relevance, 4) if sel and sel.relevance is not None else None,
             "ms": {k: round(v, 1) for k, v in self.timings_ms.items()},
         }
 
@@ -101,6 +103,7 @@ class Recall:
         self.settings = settings
         self.embedder = embedder or load_embedder(settings.model, settings.device)
         self.thresholds = settings.thresholds_for(self.embedder.model_id)
+        self.relevance = Relevance.for_model(self.embedder.model_id)
         self.marks = AdrMarks(settings.cache_dir / "adr")
         self._store: Store | None = None
         self.store_problem: StoreError | None = None  # why no store could be opened
@@ -197,9 +200,23 @@ class Recall:
         for keys, idx in by_keys.items():
             for i, ranked in zip(idx, snapshot.rank_many(vectors[idx], keys), strict=True):
                 hits[i] = ranked
+        relevance = self._relevance(vectors, hits, snapshot)
         done = time.perf_counter()
         embed_ms, search_ms = (embedded - started) * 1000, (done - embedded) * 1000
-        return [(h, embed_ms, search_ms) for h in hits]
+        return [(h, r, embed_ms, search_ms) for h, r in zip(hits, relevance, strict=True)]
+
+    def _relevance(
+        self, vectors: Any, hits: list[list[DocumentHit]], snapshot: VectorSnapshot
+    ) -> list[float | None]:
+        """The learned score of each question's top-ranked notes, rules and ADRs."""
+        if self.relevance is None:
+            return [None] * len(hits)
+        adapted = self.relevance.adapt(vectors)
+        out: list[float | None] = []
+        for q, ranked in zip(adapted, hits, strict=True):
+            docs = [h for h in ranked if h.record.kind in DOCUMENT_KINDS][:DECISION_RANKS]
+            out.append(self.relevance.score(q, [snapshot.chunks_of(h.record.path) for h in docs]))
+        return out
 
     def _ranked(self, text: str, keys: tuple[str, ...]) -> Ranked:
         if self._batcher is not None:
@@ -225,6 +242,12 @@ class Recall:
             return snapshot.rank(vector, keys, kinds, max(k, DOC_RANKS), max(k, 3))[:k]
         return self._ranked(text, keys)[0][:k]
 
+    def assess(self, text: str, project: str | Path) -> tuple[list[DocumentHit], float | None]:
+        """The ranked documents of ``project`` for ``text`` and the learned relevance of
+        the top ones: everything :func:`select` needs (eval calls this once a message)."""
+        hits, relevance, _, _ = self._ranked(text, tuple(project_keys(project_root(project))))
+        return hits, relevance
+
     def context(self, text: str, cwd: str) -> Answer:
         """What the hook injects for a prompt ``text`` typed in ``cwd``."""
         started = time.perf_counter()
@@ -234,9 +257,9 @@ class Recall:
         if not snapshot.rows:
             return Answer(None, skipped="no-index")
         root = project_root(cwd)
-        hits, embed_ms, search_ms = self._ranked(text, tuple(project_keys(root)))
+        hits, relevance, embed_ms, search_ms = self._ranked(text, tuple(project_keys(root)))
         ranked = time.perf_counter()
-        selection = select(hits, self.thresholds, root)
+        selection = select(hits, self.thresholds, root, relevance)
         text_out = format_context(selection, self.marks.mark_for, self.marks.successors_for)
         done = time.perf_counter()
         return Answer(

@@ -49,7 +49,8 @@ class Selection:
     byte_cap: int  # 0 when nothing is chosen
     top: float  # best score among notes/rules/ADRs (0.0 if none)
     gap: float  # top - mean(ranks 2..11) over notes/rules/ADRs only
-    reason: str  # "below-top" | "small-gap" | "narrow" | "wide" | "empty"
+    reason: str  # "irrelevant" | "below-top" | "small-gap" | "narrow" | "wide" | "empty"
+    relevance: float | None = None  # the learned score the decision used, if any
 
     @property
     def injected(self) -> bool:
@@ -66,8 +67,17 @@ def gap_of(scores: Sequence[float]) -> float:
     return scores[0] - mean
 
 
-def select(hits: Sequence[DocumentHit], thresholds: Thresholds, current_project: str) -> Selection:
+def select(
+    hits: Sequence[DocumentHit],
+    thresholds: Thresholds,
+    current_project: str,
+    relevance: float | None = None,
+) -> Selection:
     """Apply the SPEC §5 selection rule to ``hits`` (all kinds, any order).
+
+    ``relevance`` is the learned score of the top-ranked records
+    (:mod:`precedents.recall.relevance`); below ``thresholds.min_relevance``
+    nothing is injected ("irrelevant"), whatever the cosines say.
 
     ``current_project`` is the project root the query was made for; a note of
     that project (or of an unresolved Claude Code key of it) counts as the
@@ -79,10 +89,16 @@ def select(hits: Sequence[DocumentHit], thresholds: Thresholds, current_project:
         return Selection((), 0, 0.0, 0.0, "empty")
     top = docs[0].score
     gap = gap_of([h.score for h in docs])
+    if (
+        relevance is not None
+        and thresholds.min_relevance is not None
+        and relevance < thresholds.min_relevance
+    ):
+        return Selection((), 0, top, gap, "irrelevant", relevance)
     if top < thresholds.min_top:
-        return Selection((), 0, top, gap, "below-top")
+        return Selection((), 0, top, gap, "below-top", relevance)
     if gap < thresholds.min_gap:
-        return Selection((), 0, top, gap, "small-gap")
+        return Selection((), 0, top, gap, "small-gap", relevance)
 
     floor = top - thresholds.near_top
     wide = gap >= thresholds.wide_gap
@@ -109,6 +125,7 @@ def select(hits: Sequence[DocumentHit], thresholds: Thresholds, current_project:
         top,
         gap,
         "wide" if wide else "narrow",
+        relevance,
     )
 
 

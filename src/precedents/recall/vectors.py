@@ -53,6 +53,7 @@ class VectorSnapshot:
     meta: list[dict[str, Any]]
     matrix: NDArray[np.float32]
     _subsets: dict[tuple[str, ...], _Subset] = field(default_factory=dict)
+    _rows_by_path: dict[str, list[int]] | None = None
     _lock: Lock = field(default_factory=Lock)
 
     @classmethod
@@ -64,6 +65,17 @@ class VectorSnapshot:
         if matrix is None:
             matrix = np.zeros((0, store.dimension), dtype=np.float32)
         return cls(version=version, meta=meta, matrix=matrix)
+
+    def chunks_of(self, path: str) -> NDArray[np.float32]:
+        """The chunk vectors of one document (empty when it is not in the snapshot)."""
+        with self._lock:
+            if self._rows_by_path is None:
+                by_path: dict[str, list[int]] = {}
+                for i, m in enumerate(self.meta):
+                    by_path.setdefault(m["path"], []).append(i)
+                self._rows_by_path = by_path
+            rows = self._rows_by_path.get(path, [])
+        return self.matrix[rows]
 
     @property
     def rows(self) -> int:
