@@ -19,7 +19,6 @@ from precedents.embedding import (
     Embedder,
     canonical_model_id,
     load_embedder,
-    pick_device,
     setup_model,
 )
 from precedents.indexer import Indexer, IndexReport, Progress, lazy_store
@@ -129,7 +128,10 @@ def status(settings: Settings) -> dict[str, Any]:
         "state_dir": str(settings.home),
         "index_dir": str(settings.index_dir),
         "model": settings.model,
-        "device": pick_device(settings.device),
+        # Not probed here: finding out would import torch (about a second) for
+        # a command that should answer at once. The device the model last ran
+        # on is recorded with the store (below); else the setting.
+        "device": settings.device,
         "indexed_model": stored[0] if stored else None,
         "dimension": stored[1] if stored else None,
         "sources": [
@@ -155,6 +157,7 @@ def status(settings: Settings) -> dict[str, Any]:
         info["chunks"] += c["chunks"]
     info["store_bytes"] = store.size_bytes()
     meta = store.meta()
+    info["device"] = meta.get("device", settings.device)
     info["model_load_seconds"] = (
         float(meta["model_load_seconds"]) if "model_load_seconds" in meta else None
     )
