@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,28 +52,62 @@ def injected_paths(stdout: bytes) -> list[str]:
     return [line.rsplit("(", 1)[1].rstrip(")") for line in context.splitlines()[1:]]
 
 
+def run_query(home: Path, cwd: Path, question: str) -> dict[str, object]:
+    query = subprocess.run(
+        [sys.executable, "-m", "precedents.cli", "query", question, "--json", "-k", "3"],
+        capture_output=True,
+        cwd=cwd,
+        env=hook_env(home),
+        timeout=300,
+        check=False,
+    )
+    assert query.returncode == 0, query.stderr.decode()
+    answer: dict[str, object] = json.loads(query.stdout)
+    return answer
+
+
+def paths(answer: dict[str, object]) -> list[str]:
+    return [str(r["path"]) for r in answer["results"]]  # type: ignore[attr-defined]
+
+
 @pytest.mark.slow
 def test_query_and_hook_give_the_same_order(dev_state: DevState, tmp_path: Path) -> None:
     home = tmp_path / "state"
     shutil.copytree(dev_state.home / "index", home / "index")
     (home / "config.toml").write_text(WIDE_OPEN)
     daemon = start_daemon(home)
+    shown: dict[str, list[str]] = {}
     try:
         wait_ready(home, daemon)
         for question in QUESTIONS:
             hook = run_hook(home, prompt_json(question, dev_state.project), cwd=dev_state.project)
             assert hook.returncode == 0
-            shown = injected_paths(hook.stdout)
-            query = subprocess.run(
-                [sys.executable, "-m", "precedents.cli", "query", question, "--json", "-k", "3"],
-                capture_output=True,
-                cwd=dev_state.project,
-                env=hook_env(home),
-                timeout=300,
-                check=False,
-            )
-            assert query.returncode == 0, query.stderr.decode()
-            ranked = [r["path"] for r in json.loads(query.stdout)["results"]]
-            assert len(shown) == 3 and shown == ranked, question
+            shown[question] = injected_paths(hook.stdout)
+            assert len(shown[question]) == 3
+            # With a daemon running, `query` asks it: the warm model, the same ranking.
+            answer = run_query(home, dev_state.project, question)
+            assert answer["via"] == "daemon" and paths(answer) == shown[question], question
     finally:
         stop_daemon(daemon)
+    for question in QUESTIONS:  # no daemon: ranked in-process, still the same order
+        answer = run_query(home, dev_state.project, question)
+        assert answer["via"] == "in-process" and paths(answer) == shown[question], question
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        {"op": "query"},
+        {"op": "query", "text": "x", "k": 0},
+        {"op": "query", "text": "x", "k": "5"},
+        {"op": "query", "text": "x", "project": 3},
+    ],
+)
+def test_a_malformed_query_gets_an_error_not_a_crash(
+    home: Path, fake_daemon: Any, request_: dict[str, object]
+) -> None:
+    from precedents import protocol
+
+    answer = protocol.ask(request_, 5.0, home / "run")
+    assert answer["ok"] is False and answer["error"]
+    assert protocol.ask({"op": "ping"}, 5.0, home / "run")["ok"]  # still serving

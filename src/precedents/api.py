@@ -9,11 +9,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from precedents import evaluation
+from precedents import evaluation, protocol
 from precedents.config import Settings
 from precedents.embedding import (
     Embedder,
@@ -22,14 +22,16 @@ from precedents.embedding import (
     setup_model,
 )
 from precedents.indexer import Indexer, IndexReport, Progress, lazy_store
-from precedents.kinds import Kind
 from precedents.recall import Recall
 from precedents.recall import auto_context as recall_auto_context
 from precedents.runlock import WriterLock
 from precedents.sources import Problem, Sources, configured_sources, project_root, walk
-from precedents.store import DocumentHit, Store, beside, switch_in
+from precedents.store import Store, beside, switch_in
 
 log = logging.getLogger("precedents.api")
+
+# A warm daemon answers in tens of milliseconds; past this, rank in-process.
+DAEMON_QUERY_S = 5.0
 
 
 def reindex(
@@ -66,54 +68,49 @@ def reindex(
     return report
 
 
-@dataclass(frozen=True)
-class QueryResult:
-    """Ranked documents for one query."""
-
-    project: str
-    results: list[DocumentHit]
-    seconds: float
-    marks: dict[str, str]  # ADR path -> its mark from the ADR graph ('' when live)
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``precedents query --json`` shape (ADRs also carry their ``mark``)."""
-        out = []
-        for hit in self.results:
-            row = hit.to_json()
-            if hit.record.kind == "adr":
-                row["mark"] = self.marks.get(hit.record.path, "")
-            out.append(row)
-        return {"project": self.project, "results": out}
-
-
 def query(
     settings: Settings,
     text: str,
     *,
     project: str | None = None,
     k: int = 5,
-    kinds: Sequence[Kind] | None = None,
-    embedder: Embedder | None = None,
     all_projects: bool = False,
-) -> QueryResult:
-    """Documents of a project (and shared rules), or of every project, ranked for ``text``.
+    embedder: Embedder | None = None,
+) -> dict[str, Any]:
+    """Documents of a project (and shared rules), or of every project, ranked for ``text``:
+    ``{"project", "results": [...], "via"}`` (``precedents query --json``).
 
-    Ranked by :class:`Recall`, the code the hook's daemon runs, so `query`
-    and the hook order the same question the same way.
+    Asked of the running daemon when there is one (its model is warm: a
+    question costs milliseconds, not a model load), else ranked in-process;
+    either way by :class:`Recall`, the code the hook's daemon runs, so
+    `query` and the hook order the same question the same way.
     """
-    started = time.perf_counter()
-    root = "*all*" if all_projects else project_root(project or Path.cwd())
+    target = None if all_projects else project_root(project or Path.cwd())
+    if embedder is None:
+        answer = _ask_daemon(settings, text, target, k)
+        if answer is not None:
+            return answer
     recall = Recall(settings, embedder)
     try:
         if recall.store_problem is not None:
             raise recall.store_problem
-        hits = recall.rank(text, None if all_projects else root, kinds, k)
-        marks = {
-            h.record.path: recall.marks.mark_for(h.record) for h in hits if h.record.kind == "adr"
-        }
+        return {**recall.query(text, target, k), "via": "in-process"}
     finally:
         recall.close()
-    return QueryResult(root, hits, time.perf_counter() - started, marks)
+
+
+def _ask_daemon(
+    settings: Settings, text: str, project: str | None, k: int
+) -> dict[str, Any] | None:
+    """The daemon's answer to a query, or None when none runs or it is not ready yet."""
+    request = {"op": "query", "text": text, "project": project, "k": k}
+    try:
+        answer = protocol.ask(request, DAEMON_QUERY_S, str(settings.run_dir))
+    except protocol.Unavailable:
+        return None
+    if not answer.get("ok") or not isinstance(answer.get("results"), list):
+        return None  # starting, or an older daemon that does not know `query`
+    return {"project": answer.get("project"), "results": answer["results"], "via": "daemon"}
 
 
 def auto_context(settings: Settings, text: str, *, project: str | None = None) -> str | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -34,7 +34,7 @@ def query(
         return
     result = api.query(load_settings(), text, project=project, k=k, all_projects=all_projects)
     if as_json:
-        print_json(result.to_json())
+        print_json(result)
         return
     _print_results(result, all_projects)
 
@@ -47,23 +47,24 @@ def _print_auto(context: str | None, as_json: bool) -> None:
         typer.echo(context)
 
 
-def _print_results(result: api.QueryResult, all_projects: bool) -> None:
+def _print_results(result: dict[str, Any], all_projects: bool) -> None:
     """One line per document: score, ADR mark, kind, name, description, path."""
-    if not result.results:
+    rows = result["results"]
+    if not rows:
         typer.echo("no records found for this project (run `precedents reindex`?)")
-    elif not all_projects and all(h.record.project == "*" for h in result.results):
+    elif not all_projects and all(r["project"] == "*" for r in rows):
         typer.echo(
-            f"(only shared rules: nothing indexed for {result.project}; "
+            f"(only shared rules: nothing indexed for {result['project']}; "
             "try --project PATH or --all)",
             err=True,
         )
-    for hit in result.results:
-        r = hit.record
-        label = f"{r.adr_id} {r.name}" if r.adr_id else r.name
-        desc = f" — {r.description}" if r.description else ""
-        mark = result.marks.get(r.path, "")
+    for r in rows:
+        label = f"{r['adr_id']} {r['name']}" if r["adr_id"] else r["name"]
+        desc = f" — {r['description']}" if r["description"] else ""
+        mark = r.get("mark") or ""
         typer.echo(
-            f"{hit.score:.3f}  {mark + ' ' if mark else ''}{r.kind:<12} {label}{desc} ({r.path})"
+            f"{r['score']:.3f}  {mark + ' ' if mark else ''}{r['kind']:<12} {label}{desc} "
+            f"({r['path']})"
         )
 
 

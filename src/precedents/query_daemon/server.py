@@ -465,6 +465,8 @@ class Daemon:
         if op == "stop":
             self.stop("asked to stop")
             return {"ok": True}
+        if op == "query":
+            return self._query(request)
         if op not in ("context", "session"):
             return {"ok": False, "error": f"unknown op {op!r}"}
         self._last_question = time.monotonic()
@@ -495,6 +497,22 @@ class Daemon:
         # Ids, bytes, scores, timings and the prompt's length only: never its text.
         log.info("answer %s", json.dumps({"op": op, "chars": len(prompt), **answer.log_fields()}))
         return {"ok": True, "context": answer.context}
+
+    def _query(self, request: dict[str, Any]) -> dict[str, Any]:
+        """`precedents query` through the warm model: ranked records, as the CLI prints them."""
+        text, project, k = request.get("text"), request.get("project"), request.get("k", 5)
+        if not isinstance(text, str) or not isinstance(k, int) or k < 1:
+            return {"ok": False, "error": "text and k missing"}
+        if project is not None and not isinstance(project, str):
+            return {"ok": False, "error": "project must be a path or null"}
+        if self.recall is None:
+            return {"ok": False, "error": "starting"}
+        self._last_question = time.monotonic()
+        started = time.perf_counter()
+        answer = self.recall.query(text, project, min(k, 100))
+        ms = round((time.perf_counter() - started) * 1000, 1)
+        log.info("answer %s", json.dumps({"op": "query", "chars": len(text), "ms": ms}))
+        return {"ok": True, **answer}
 
 
 def serve(

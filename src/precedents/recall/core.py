@@ -242,6 +242,17 @@ class Recall:
             return snapshot.rank(vector, keys, kinds, max(k, DOC_RANKS), max(k, 3))[:k]
         return self._ranked(text, keys)[0][:k]
 
+    def query(self, text: str, project: str | Path | None, k: int) -> dict[str, Any]:
+        """The `precedents query --json` answer: the top ``k`` documents of ``project``'s
+        root and shared rules (every project when None), each ADR with its mark."""
+        rows = []
+        for hit in self.rank(text, project, None, k):
+            row = hit.to_json()
+            if hit.record.kind == "adr":
+                row["mark"] = self.marks.mark_for(hit.record)
+            rows.append(row)
+        return {"project": "*all*" if project is None else project_root(project), "results": rows}
+
     def assess(self, text: str, project: str | Path) -> tuple[list[DocumentHit], float | None]:
         """The ranked documents of ``project`` for ``text`` and the learned relevance of
         the top ones: everything :func:`select` needs (eval calls this once a message)."""
