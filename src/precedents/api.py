@@ -199,3 +199,20 @@ def evaluate(
         best, scores = evaluation.tune(run)
         out["tuned"] = {"thresholds": asdict(best), "scores": scores}
     return out
+
+
+def why(settings: Settings, project: str | None = None, n: int = 5) -> list[dict[str, Any]]:
+    """The last ``n`` hook answers of ``project`` (default: this folder's), from the daemon's
+    log: decision, scores and the records shown; never the message text."""
+    from precedents.query_daemon.history import recent_answers
+
+    return recent_answers(settings.log_dir, project_root(project or Path.cwd()), n)
+
+
+def mute(settings: Settings, path: Path, *, undo: bool = False) -> dict[str, Any]:
+    """Never inject the record at ``path`` again (``undo``: inject it again)."""
+    from precedents.recall.mute import MuteList
+
+    muted = MuteList(settings.home)
+    target, changed = muted.unmute(path) if undo else muted.mute(path)
+    return {"path": target, "muted": not undo, "changed": changed}

@@ -15,6 +15,7 @@ import precedents.cli.index as index
 import precedents.cli.query as query
 import precedents.cli.service as service
 import precedents.cli.watch as watch
+import precedents.cli.why as why
 from precedents.config import private_umask
 
 app = typer.Typer(
@@ -26,7 +27,7 @@ app = typer.Typer(
 
 # Every group attaches the same way, through its module's register(app). The
 # order is the order `precedents --help` lists them in (sub-groups come last).
-for group in (watch, daemon, index, query, evaluate, adr, service):
+for group in (watch, daemon, index, query, why, evaluate, adr, service):
     group.register(app)
 
 

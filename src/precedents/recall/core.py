@@ -26,6 +26,7 @@ from precedents.protocol import EVENT_SESSION, MIN_PROMPT_CHARS, clip_prompt
 from precedents.recall.batcher import Batcher, Ranked, Work
 from precedents.recall.format import LineParts, fit_lines, format_context, line_parts
 from precedents.recall.marks import AdrMarks
+from precedents.recall.mute import MuteList
 from precedents.recall.relevance import DECISION_RANKS, Relevance
 from precedents.recall.selection import Selection, select
 from precedents.recall.vectors import DOC_RANKS, EMPTY, VectorSnapshot
@@ -49,12 +50,15 @@ class Answer:
     selection: Selection | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
     skipped: str = ""  # why nothing was searched ("short", "no-index")
+    project: str = ""  # the project root the question was asked in (a path, never text)
 
     def log_fields(self) -> dict[str, Any]:
         """Ids, bytes, scores and timings: what the log may hold about an answer."""
         sel = self.selection
         return {
             "ids": [h.record.adr_id or h.record.path for h in sel.chosen] if sel else [],
+            "shown": [h.record.path for h in sel.chosen] if sel else [],
+            "project": self.project,
             "bytes": len(self.context.encode("utf-8")) if self.context else 0,
             "reason": self.skipped or (sel.reason if sel else ""),
             "top": round(sel.top, 4) if sel else None,
@@ -105,6 +109,7 @@ class Recall:
         self.thresholds = settings.thresholds_for(self.embedder.model_id)
         self.relevance = Relevance.for_model(self.embedder.model_id)
         self.marks = AdrMarks(settings.cache_dir / "adr")
+        self.muted = MuteList(settings.home)
         self._store: Store | None = None
         self.store_problem: StoreError | None = None  # why no store could be opened
         self._snapshot: VectorSnapshot = EMPTY
@@ -257,26 +262,32 @@ class Recall:
         """The ranked documents of ``project`` for ``text`` and the learned relevance of
         the top ones: everything :func:`select` needs (eval calls this once a message)."""
         hits, relevance, _, _ = self._ranked(text, tuple(project_keys(project_root(project))))
-        return hits, relevance
+        return self._unmuted(hits), relevance
+
+    def _unmuted(self, hits: list[DocumentHit]) -> list[DocumentHit]:
+        """``hits`` without the records the user muted (they are never injected)."""
+        muted = self.muted.paths()
+        return [h for h in hits if h.record.path not in muted] if muted else hits
 
     def context(self, text: str, cwd: str) -> Answer:
         """What the hook injects for a prompt ``text`` typed in ``cwd``."""
         started = time.perf_counter()
+        root = project_root(cwd)
         if len(text.strip()) < MIN_PROMPT_CHARS:
-            return Answer(None, skipped="short")
+            return Answer(None, skipped="short", project=root)
         snapshot = self._snapshot
         if not snapshot.rows:
-            return Answer(None, skipped="no-index")
-        root = project_root(cwd)
+            return Answer(None, skipped="no-index", project=root)
         hits, relevance, embed_ms, search_ms = self._ranked(text, tuple(project_keys(root)))
         ranked = time.perf_counter()
-        selection = select(hits, self.thresholds, root, relevance)
+        selection = select(self._unmuted(hits), self.thresholds, root, relevance)
         text_out = format_context(selection, self.marks.mark_for, self.marks.successors_for)
         done = time.perf_counter()
         return Answer(
             text_out,
             selection,
-            {
+            project=root,
+            timings_ms={
                 "wait": (ranked - started) * 1000 - embed_ms - search_ms,
                 "embed": embed_ms,
                 "search": search_ms,

@@ -1,0 +1,68 @@
+"""`why`, `mute`, `unmute`: what the hook injected lately, and records never to inject again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from precedents import api
+from precedents.cli.common import JsonOpt, ProjectOpt, add_commands, print_json
+from precedents.config import load_settings
+from precedents.errors import UsageError
+
+
+def why(
+    project: ProjectOpt = None,
+    n: Annotated[int, typer.Option("-n", help="How many of the last prompts.")] = 5,
+    as_json: JsonOpt = False,
+) -> None:
+    """The hook's last decisions for this project: injected or why not, scores, records shown."""
+    if n < 1:
+        raise UsageError("-n must be at least 1")
+    answers = api.why(load_settings(), project, n)
+    if as_json:
+        print_json(answers)
+        return
+    if not answers:
+        typer.echo(
+            "no prompt of this project answered yet (is the hook installed and the daemon up?)"
+        )
+    for a in answers:
+        typer.echo(_line(a))
+        for path in a["shown"]:
+            typer.echo(f"    {path}")
+
+
+def _line(a: dict[str, Any]) -> str:
+    scores = " ".join(
+        f"{k} {a[k]:.3f}" for k in ("top", "gap", "relevance") if isinstance(a.get(k), float)
+    )
+    return f"{a['time']}  {a['decision']:<11} {scores}"
+
+
+PathArg = Annotated[Path, typer.Argument(help="The record's file (a note, rule or ADR).")]
+
+
+def mute(path: PathArg, as_json: JsonOpt = False) -> None:
+    """Never inject this record again (it still ranks in `query`); `unmute` undoes it."""
+    _print(api.mute(load_settings(), path), as_json)
+
+
+def unmute(path: PathArg, as_json: JsonOpt = False) -> None:
+    """Let a muted record be injected again."""
+    _print(api.mute(load_settings(), path, undo=True), as_json)
+
+
+def _print(result: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        print_json(result)
+        return
+    state = "muted" if result["muted"] else "unmuted"
+    typer.echo(f"{state}: {result['path']}" + ("" if result["changed"] else f" (already {state})"))
+
+
+def register(app: typer.Typer) -> None:
+    """Add `why`, `mute` and `unmute` to the main command line."""
+    add_commands(app, {"why": why, "mute": mute, "unmute": unmute})

@@ -1,0 +1,75 @@
+"""Records the user never wants injected again (`precedents mute PATH`).
+
+Kept in the state folder (``muted.json``: a list of absolute paths), read by
+the daemon on every question when the file changed (one ``stat``), so a mute
+takes effect at the next message without a restart. A muted record still
+ranks in `precedents query`; it is only never injected.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from pathlib import Path
+
+from precedents.errors import UsageError
+
+FILE = "muted.json"
+
+
+class MuteList:
+    """The muted paths of one state folder."""
+
+    def __init__(self, home: Path) -> None:
+        self.path = home / FILE
+        self._lock = threading.Lock()
+        self._stamp: tuple[int, int] | None = None
+        self._paths: frozenset[str] = frozenset()
+
+    def paths(self) -> frozenset[str]:
+        """The muted paths now (re-read only when the file changed)."""
+        try:
+            st = self.path.stat()
+            stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            stamp = None
+        with self._lock:
+            if stamp != self._stamp:
+                self._paths = frozenset(self._read()) if stamp else frozenset()
+                self._stamp = stamp
+            return self._paths
+
+    def _read(self) -> list[str]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return []  # a damaged list mutes nothing rather than breaking answers
+        return [p for p in data if isinstance(p, str)] if isinstance(data, list) else []
+
+    def mute(self, path: str | Path) -> tuple[str, bool]:
+        """Add ``path`` (made absolute); returns it and whether it was new."""
+        return self._change(path, add=True)
+
+    def unmute(self, path: str | Path) -> tuple[str, bool]:
+        """Remove ``path``; returns it and whether it was muted."""
+        return self._change(path, add=False)
+
+    def _change(self, path: str | Path, *, add: bool) -> tuple[str, bool]:
+        target = str(Path(path).expanduser().absolute())
+        current = set(self._read())
+        changed = (target not in current) if add else (target in current)
+        if add:
+            current.add(target)
+        else:
+            current.discard(target)
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        tmp = self.path.with_name(FILE + ".tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                json.dump(sorted(current), fh, ensure_ascii=False, indent=1)
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            raise UsageError(f"{self.path}: cannot write the mute list ({exc.strerror})") from None
+        return target, changed
