@@ -13,7 +13,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from precedents import evaluation, protocol
+from precedents import evaluation, protocol, runlock
 from precedents.config import Settings
 from precedents.embedding import (
     Embedder,
@@ -216,3 +216,28 @@ def mute(settings: Settings, path: Path, *, undo: bool = False) -> dict[str, Any
     muted = MuteList(settings.home)
     target, changed = muted.unmute(path) if undo else muted.mute(path)
     return {"path": target, "muted": not undo, "changed": changed}
+
+
+def remember(
+    settings: Settings, text: str, *, title: str | None = None, project: str | None = None
+) -> dict[str, Any]:
+    """Save ``text`` as a memory note of ``project`` (default: this folder's) and make it
+    searchable: by the running watcher, or indexed here and now when none runs."""
+    from precedents.remember import memory_folder, write_note
+    from precedents.sources import SourceFile, resolve_claude_project
+    from precedents.watcher import ROLE as WATCHER
+
+    root = project_root(project or Path.cwd())
+    folder = memory_folder(settings.claude_dir, root)
+    path = write_note(folder, text, title)
+    watcher = runlock.Claim(settings.run_dir, WATCHER)
+    if not watcher.acquire():  # a watcher holds it: the save is its job
+        return {"path": str(path), "project": root, "indexed_by": "watcher"}
+    watcher.release()
+    key = resolve_claude_project(folder.parent)
+    writer = WriterLock(settings.run_dir)
+    with writer.held():
+        lazy = lazy_store(settings)
+        indexer = Indexer(settings, lazy.open(), lazy.model, writer)
+        indexer.index_files([SourceFile(path, "note", key, folder)])
+    return {"path": str(path), "project": root, "indexed_by": "remember"}

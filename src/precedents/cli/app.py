@@ -13,6 +13,7 @@ import precedents.cli.daemon as daemon
 import precedents.cli.evaluate as evaluate
 import precedents.cli.index as index
 import precedents.cli.query as query
+import precedents.cli.remember as remember
 import precedents.cli.service as service
 import precedents.cli.watch as watch
 import precedents.cli.why as why
@@ -27,7 +28,7 @@ app = typer.Typer(
 
 # Every group attaches the same way, through its module's register(app). The
 # order is the order `precedents --help` lists them in (sub-groups come last).
-for group in (watch, daemon, index, query, why, evaluate, adr, service):
+for group in (watch, daemon, index, query, remember, why, evaluate, adr, service):
     group.register(app)
 
 

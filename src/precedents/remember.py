@@ -1,0 +1,84 @@
+"""`precedents remember`: save a memory note where Claude Code keeps the project's notes.
+
+The note is a Markdown file with front matter (``name``, ``description``,
+``date``) in the project's ``~/.claude/projects/<encoded root>/memory/``
+folder — the same files the user already owns and Claude Code reads. Secrets
+are masked *before* the file is written: a note is stored in clear on disk,
+and the indexer would mask them anyway, but the file itself must not hold
+them either.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+from pathlib import Path
+
+import yaml
+
+from precedents.errors import UsageError
+from precedents.markdown import one_line
+from precedents.secrets import mask_secrets
+from precedents.sources import claude_folder_matches, encode_project_path
+
+NAME_CHARS = 80
+DESCRIPTION_CHARS = 200
+
+
+def memory_folder(claude_dir: Path, root: str) -> Path:
+    """The memory folder of project ``root``: the Claude Code folder that already
+    stands for it, else the one Claude Code would create for it."""
+    projects = claude_dir / "projects"
+    try:
+        folders = sorted(p for p in projects.iterdir() if p.is_dir())
+    except OSError:
+        folders = []
+    for folder in folders:
+        if claude_folder_matches(folder.name, root):
+            return folder / "memory"
+    return projects / encode_project_path(root) / "memory"
+
+
+def _first_sentence(text: str) -> str:
+    line = one_line(text)
+    found = re.match(r"(.+?[.!?])(?:\s|$)", line)
+    return (found.group(1) if found else line)[:DESCRIPTION_CHARS]
+
+
+def _free_path(folder: Path, name: str) -> Path:
+    slug = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")[:60] or "note"
+    path = folder / f"{slug}.md"
+    n = 2
+    while path.exists():
+        path = folder / f"{slug}_{n}.md"
+        n += 1
+    return path
+
+
+def write_note(folder: Path, text: str, title: str | None = None) -> Path:
+    """Write a new note (never overwriting one) and return its path.
+
+    ``title`` defaults to the text's first line; the description is its first
+    sentence. Both, and the body, are masked before anything is written.
+    """
+    body = mask_secrets(text.strip())
+    if not body:
+        raise UsageError("nothing to remember: the text is empty")
+    name = one_line(mask_secrets(title) if title else body.splitlines()[0])[:NAME_CHARS]
+    meta = {
+        "name": name,
+        "description": _first_sentence(body),
+        "date": _dt.date.today().isoformat(),
+    }
+    front = yaml.safe_dump(meta, allow_unicode=True, sort_keys=False, width=1000)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = _free_path(folder, name)
+        # O_EXCL: two notes saved at once never overwrite each other.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(f"---\n{front}---\n\n{body}\n")
+    except OSError as exc:
+        raise UsageError(f"{folder}: cannot write the note ({exc.strerror})") from None
+    return path
