@@ -178,11 +178,21 @@ def claude_sources(claude_dir: Path) -> list[SourceDir]:
         folders = sorted(p for p in projects.iterdir() if p.is_dir())
     except OSError:
         folders = []
+    roots: list[str] = []
     for folder in folders:
         project = resolve_claude_project(folder)
         out.append(SourceDir("conversation", folder, project, JSONL))
         if (folder / "memory").is_dir():
             out.append(SourceDir("note", folder / "memory", project, MARKDOWN))
+        if not project.startswith(UNRESOLVED_PREFIX) and project not in roots:
+            roots.append(project)
+    # Every project Claude Code was used in brings its own ADR folder (docs/adr,
+    # doc/adr, docs/decisions...) without any config: it is that project's.
+    for root in roots:
+        out.extend(
+            SourceDir("adr", d, root, (".md",), recursive=True)
+            for d in _repo_adr_dirs([Path(root)])
+        )
     if (claude_dir / "rules").is_dir():
         out.append(
             SourceDir("rule", claude_dir / "rules", SHARED_PROJECT, MARKDOWN, recursive=True)
@@ -196,6 +206,9 @@ def configured_sources(settings: Settings, given: Sources | None = None) -> list
     Folders given (the CLI's ``--notes`` etc.) belong to their ``project``
     (default: the current directory's root) and must exist. When any is given,
     only they are indexed, so a test or benchmark can index one folder alone.
+    A project's own ADR folder (``docs/adr``, ``doc/adr``, ``docs/decisions``...)
+    needs no config: it is found for every project Claude Code was used in,
+    and for a ``project`` named without folders (``reindex --project PATH``).
     """
     if given is not None and given.given:
         return _given_sources(given)
@@ -206,7 +219,8 @@ def configured_sources(settings: Settings, given: Sources | None = None) -> list
         out.append(SourceDir("rule", d, SHARED_PROJECT, MARKDOWN, recursive=True))
     for d in settings.conversations:
         out.append(SourceDir("conversation", d, project_root(d), JSONL))
-    for d in [*settings.adrs, *_repo_adr_dirs(settings.repos)]:
+    named = [Path(project_root(given.project))] if given and given.project else []
+    for d in [*settings.adrs, *_repo_adr_dirs([*settings.repos, *named])]:
         out.append(SourceDir("adr", d, project_root(d), (".md",), recursive=True))
     return out
 
