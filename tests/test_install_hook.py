@@ -1,4 +1,4 @@
-"""`precedents install-hook`: merge into settings.json, never duplicate, uninstall exactly."""
+"""`precedents install-hook`: which settings file, merge, never duplicate, uninstall exactly."""
 
 from __future__ import annotations
 
@@ -12,7 +12,15 @@ import typer
 from typer.testing import CliRunner
 
 from precedents.cli.daemon import register
-from precedents.hook.install import ARGS_SINCE, claude_version, install, is_ours, launcher_path
+from precedents.errors import UsageError
+from precedents.hook.install import (
+    ARGS_SINCE,
+    claude_version,
+    install,
+    is_ours,
+    launcher_path,
+    settings_path,
+)
 
 USER_HOOK = {"type": "command", "command": "echo mine", "timeout": 2}
 PY = "/opt/venv/bin/python"
@@ -114,10 +122,13 @@ def test_a_mixed_group_keeps_the_users_handler(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("text", ["{not json", "[]", '{"hooks": []}', '{"hooks": {"X": 1}}'])
-def test_malformed_settings_are_reported_and_untouched(tmp_path: Path, text: str) -> None:
+def test_malformed_settings_are_reported_and_untouched(
+    tmp_path: Path, text: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PRECEDENTS_HOME", str(tmp_path / "state"))
     project = tmp_path / "proj"
     (project / ".claude").mkdir(parents=True)
-    path = project / ".claude" / "settings.json"
+    path = project / ".claude" / "settings.local.json"
     path.write_text(text)
     result = CliRunner().invoke(app(), ["install-hook", "--project", str(project)])
     assert result.exit_code == 2
@@ -125,25 +136,89 @@ def test_malformed_settings_are_reported_and_untouched(tmp_path: Path, text: str
     assert path.read_text() == text
 
 
-def test_cli_project_and_user(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_settings_path_choices(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    claude = tmp_path / "claude"
+    project = tmp_path / "proj"
+    project.mkdir()
+    assert settings_path(None, claude) == claude / "settings.json"
+    assert settings_path(project, claude) == project / ".claude" / "settings.local.json"
+    assert settings_path(project, claude, shared=True) == project / ".claude" / "settings.json"
+    monkeypatch.chdir(project)
+    assert settings_path(None, claude, shared=True) == project / ".claude" / "settings.json"
+    with pytest.raises(UsageError):
+        settings_path(tmp_path / "missing", claude)
+
+
+@pytest.mark.parametrize("variable", ["PRECEDENTS_CLAUDE_DIR", "CLAUDE_CONFIG_DIR"])
+def test_cli_default_is_the_users_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    """No option: the user's own settings.json in Claude Code's folder, nothing in the project."""
+    monkeypatch.setenv("PRECEDENTS_HOME", str(tmp_path / "state"))
+    monkeypatch.delenv("PRECEDENTS_CLAUDE_DIR", raising=False)
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    monkeypatch.setenv(variable, str(tmp_path / "claude"))
+    project = tmp_path / "proj"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    user_file = tmp_path / "claude" / "settings.json"
+    user_file.parent.mkdir()
+    user_file.write_text(json.dumps({"theme": "dark"}))
+    runner = CliRunner()
+    result = runner.invoke(app(), ["install-hook", "--form", "exec"])
+    assert result.exit_code == 0, result.output
+    assert str(user_file) in result.output
+    data = read(user_file)
+    assert data["theme"] == "dark"
+    assert is_ours(data["hooks"]["UserPromptSubmit"][0]["hooks"][0])
+    assert not (project / ".claude").exists()
+    again = runner.invoke(app(), ["install-hook", "--form", "exec", "--json"])
+    assert json.loads(again.output)["action"] == "unchanged"
+    result = runner.invoke(app(), ["install-hook", "--uninstall"])
+    assert "removed 2" in result.output
+    assert read(user_file) == {"theme": "dark"}
+
+
+def test_cli_project_is_local_and_shared_is_explicit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("PRECEDENTS_HOME", str(tmp_path / "state"))
     monkeypatch.setenv("PRECEDENTS_CLAUDE_DIR", str(tmp_path / "claude"))
     project = tmp_path / "proj"
-    project.mkdir()
+    (project / ".claude").mkdir(parents=True)
+    committed = project / ".claude" / "settings.json"
+    committed.write_text(json.dumps({"permissions": {"allow": ["Bash(ls)"]}}))
+    local = project / ".claude" / "settings.local.json"
     runner = CliRunner()
     result = runner.invoke(app(), ["install-hook", "--project", str(project), "--form", "exec"])
     assert result.exit_code == 0, result.output
-    assert "exec form" in result.output
-    assert is_ours(
-        read(project / ".claude" / "settings.json")["hooks"]["SessionStart"][0]["hooks"][0]
+    assert "exec form" in result.output and str(local) in result.output
+    assert is_ours(read(local)["hooks"]["SessionStart"][0]["hooks"][0])
+    # The committed file is never touched without --shared.
+    assert read(committed) == {"permissions": {"allow": ["Bash(ls)"]}}
+    assert not (tmp_path / "claude" / "settings.json").exists()
+    result = runner.invoke(
+        app(), ["install-hook", "--project", str(project), "--shared", "--form", "shell", "--json"]
     )
-    result = runner.invoke(app(), ["install-hook", "--user", "--form", "shell", "--json"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.output)["path"] == str(tmp_path / "claude" / "settings.json")
+    assert json.loads(result.output)["path"] == str(committed)
+    data = read(committed)
+    assert data["permissions"] == {"allow": ["Bash(ls)"]}
+    assert "args" not in data["hooks"]["UserPromptSubmit"][0]["hooks"][0]
     result = runner.invoke(app(), ["install-hook", "--user", "--project", str(project)])
     assert result.exit_code == 2
-    result = runner.invoke(app(), ["install-hook", "--user", "--uninstall"])
+    result = runner.invoke(app(), ["install-hook", "--user", "--shared"])
+    assert result.exit_code == 2
+    result = runner.invoke(app(), ["install-hook", "--project", str(project), "--uninstall"])
+    assert "removed 2" in result.output and "hooks" not in read(local)
+    result = runner.invoke(
+        app(), ["install-hook", "--project", str(project), "--shared", "--uninstall"]
+    )
     assert "removed 2" in result.output
+    assert read(committed) == {"permissions": {"allow": ["Bash(ls)"]}}
+    result = runner.invoke(app(), ["install-hook", "--user", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["path"] == str(tmp_path / "claude" / "settings.json")
 
 
 def test_claude_version_decides_the_form(tmp_path: Path) -> None:

@@ -117,7 +117,9 @@ def running(env: Env) -> Iterator[Watcher]:
 def test_saved_note_searchable_and_edit_reembeds_only_that_file(env: Env, running: Watcher) -> None:
     assert wait_for(lambda: env.has(env.notes / "a.md") and env.has(env.notes / "b.md"))
     c = write_note(env.notes, "c.md", "kubernetes ingress controller")
-    assert wait_for(lambda: env.found("kubernetes ingress controller", c))
+    # Both commits of c (its chunks, then its file row) before the snapshot below:
+    # a reader may see the first a few milliseconds before the second.
+    assert wait_for(lambda: env.found("kubernetes ingress controller", c) and env.has(c))
 
     before = env.reader.files()
     texts = env.emb.texts

@@ -12,6 +12,7 @@ import precedents.cli.adr as adr
 import precedents.cli.daemon as daemon
 import precedents.cli.evaluate as evaluate
 import precedents.cli.index as index
+import precedents.cli.mcp as mcp
 import precedents.cli.query as query
 import precedents.cli.remember as remember
 import precedents.cli.service as service
@@ -28,7 +29,7 @@ app = typer.Typer(
 
 # Every group attaches the same way, through its module's register(app). The
 # order is the order `precedents --help` lists them in (sub-groups come last).
-for group in (watch, daemon, index, query, remember, why, evaluate, adr, service):
+for group in (watch, daemon, index, query, remember, why, mcp, evaluate, adr, service):
     group.register(app)
 
 

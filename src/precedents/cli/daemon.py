@@ -63,10 +63,27 @@ def serve(
 def install_hook(
     project: Annotated[
         Path | None,
-        typer.Option("--project", help="Register in DIR/.claude/settings.json (default: here)."),
+        typer.Option(
+            "--project",
+            help="Register in DIR/.claude/settings.local.json (not committed) "
+            "instead of your own settings.",
+        ),
     ] = None,
+    shared: Annotated[
+        bool,
+        typer.Option(
+            "--shared",
+            help="With --project (default: here): the committed DIR/.claude/settings.json "
+            "instead; it holds this machine's paths.",
+        ),
+    ] = False,
     user: Annotated[
-        bool, typer.Option("--user", help="Register in ~/.claude/settings.json instead.")
+        bool,
+        typer.Option(
+            "--user",
+            help="Your own settings.json in Claude Code's folder (the default; "
+            "CLAUDE_CONFIG_DIR or ~/.claude).",
+        ),
     ] = False,
     uninstall: Annotated[
         bool, typer.Option("--uninstall", help="Remove exactly the hooks precedents added.")
@@ -76,16 +93,21 @@ def install_hook(
     ] = "auto",
     as_json: JsonOpt = False,
 ) -> None:
-    """Register the UserPromptSubmit and SessionStart hooks in Claude Code's settings.json."""
+    """Register the UserPromptSubmit and SessionStart hooks without the plugin.
+
+    By default in your own Claude Code settings.json; with --project, in that
+    project's settings.local.json; never in a committed file without --shared.
+    The plugin (docs/plugin.md) does the same without absolute paths.
+    """
     from precedents.hook import PROMPT_BUDGET_MS
     from precedents.hook.install import install, settings_path
 
-    if user and project is not None:
-        raise UsageError("give --project or --user, not both")
+    if user and (project is not None or shared):
+        raise UsageError("give --user or --project/--shared, not both")
     if form not in ("auto", "exec", "shell"):
         raise UsageError("--form must be auto, exec or shell")
     settings = load_settings()
-    path = settings_path(project, user, settings.claude_dir)
+    path = settings_path(project, settings.claude_dir, shared=shared)
     # Only a budget other than the hook's own default goes into its arguments.
     budget = settings.hook_budget_ms
     report = install(

@@ -1,4 +1,11 @@
-"""`precedents install-hook`: register the hooks in Claude Code's settings.json.
+"""`precedents install-hook`: register the hooks in Claude Code's settings, without the plugin.
+
+The plugin (``plugin/`` in the repository, see docs/plugin.md) is the usual
+way; this is for users who do not use plugins. Which file (:func:`settings_path`):
+the user's own ``settings.json`` in Claude Code's folder by default; with a
+project, that project's ``.claude/settings.local.json`` (not committed); its
+committed ``.claude/settings.json`` only when asked for explicitly (``shared``),
+since the entries hold this machine's absolute paths.
 
 Both hooks (``UserPromptSubmit`` and ``SessionStart``) run the venv's Python
 directly, ``-I -S`` with the launcher script (:mod:`precedents.hook.launch`):
@@ -106,14 +113,19 @@ class InstallReport:
         }
 
 
-def settings_path(project: Path | None, user: bool, claude_dir: Path) -> Path:
-    """Which settings.json: ``<project>/.claude/settings.json`` or the user's own."""
-    if user:
+def settings_path(project: Path | None, claude_dir: Path, *, shared: bool = False) -> Path:
+    """Which settings file: the user's own, or a project's local (or, ``shared``, committed) one.
+
+    - no ``project``, not ``shared``: ``<claude_dir>/settings.json``;
+    - ``project``: ``<project>/.claude/settings.local.json``;
+    - ``shared``: ``<project or here>/.claude/settings.json``.
+    """
+    if project is None and not shared:
         return claude_dir / "settings.json"
     root = (project or Path.cwd()).expanduser().resolve()
     if not root.is_dir():
         raise UsageError(f"{root}: no such folder")
-    return root / ".claude" / "settings.json"
+    return root / ".claude" / ("settings.json" if shared else "settings.local.json")
 
 
 def _read(path: Path) -> dict[str, Any]:
