@@ -19,6 +19,7 @@ from precedents.hook.install import (
     install,
     is_ours,
     launcher_path,
+    plugin_enabled,
     settings_path,
 )
 
@@ -254,3 +255,22 @@ def test_a_configured_budget_is_passed_to_the_prompt_hook(tmp_path: Path) -> Non
     hooks = read(path)["hooks"]
     assert hooks["UserPromptSubmit"][0]["hooks"][0]["args"][-2:] == ["--budget-ms", "450"]
     assert "--budget-ms" not in hooks["SessionStart"][0]["hooks"][0]["args"]
+
+
+def test_an_enabled_plugin_is_pointed_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PRECEDENTS_HOME", str(tmp_path / "state"))
+    claude = tmp_path / "claude"
+    monkeypatch.setenv("PRECEDENTS_CLAUDE_DIR", str(claude))
+    assert not plugin_enabled(claude)
+    claude.mkdir()
+    (claude / "settings.json").write_text(
+        json.dumps({"enabledPlugins": {"precedents@precedents": True, "other@x": True}})
+    )
+    assert plugin_enabled(claude)
+    result = CliRunner().invoke(app(), ["install-hook", "--form", "exec"])
+    assert result.exit_code == 0, result.output
+    assert "plugin is enabled too" in result.output
+    (claude / "settings.json").write_text(
+        json.dumps({"enabledPlugins": {"precedents@precedents": False}})
+    )
+    assert not plugin_enabled(claude)

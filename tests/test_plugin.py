@@ -302,3 +302,46 @@ def test_claude_with_the_plugin_sends_the_injected_note(
     assert proc.returncode == 0, proc.stderr[-1500:]
     # The plugin wrote nothing into the project (no settings, no absolute paths).
     assert sorted(p.name for p in project.iterdir()) == before
+
+
+@pytest.mark.slow
+def test_the_slash_commands_and_the_mcp_tools_reach_the_model(
+    tmp_path: Path,
+    claude_bin: Path,  # noqa: F811
+    fake_api: tuple[str, list[str]],  # noqa: F811
+) -> None:
+    """/precedents:why runs `precedents why` first; /precedents:remember passes its text on."""
+    url, bodies = fake_api
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    env = claude_env(
+        tmp_path,
+        ANTHROPIC_BASE_URL=url,
+        ANTHROPIC_API_KEY="sk-ant-test-dummy",
+        PRECEDENTS_HOME=str(tmp_path / "state"),
+    )
+    note = 'Stash untracked files with `git stash -u`; it\'s "safe".'
+    sent = {}
+    for prompt in ("/precedents:why", f"/precedents:remember {note}"):
+        bodies.clear()
+        proc = claude(
+            claude_bin,
+            "--plugin-dir",
+            str(PLUGIN),
+            "-p",
+            prompt,
+            "--max-turns",
+            "1",
+            env=env,
+            cwd=project,
+            timeout=180,
+        )
+        assert proc.returncode == 0, proc.stdout[-500:] + proc.stderr[-1500:]
+        sent[prompt.split()[0]] = "\n".join(bodies)
+    why = sent["/precedents:why"]
+    # The `!` line ran `precedents why` here; its answer (no prompt answered yet) was sent.
+    assert "no prompt of this project answered yet" in why
+    assert "mcp__plugin_precedents_precedents__" in why  # the plugin's MCP server's tools
+    remember = sent["/precedents:remember"]
+    assert "Save the text below as a precedents note" in remember
+    assert json.dumps(note)[1:-1] in remember

@@ -71,7 +71,7 @@ def test_remember_then_the_daemon_finds_it(dev_state: DevState, tmp_path: Path) 
         result = json.loads(out.stdout)
         path = Path(result["path"])
         assert path.parent.parent.parent == claude / "projects" and path.exists()
-        assert GH_TOKEN not in path.read_text() and result["indexed_by"] == "remember"
+        assert GH_TOKEN not in path.read_text() and result["indexed_by"] == "daemon"
         found = False
         while not found and time.monotonic() - saved < 2.0:
             q = subprocess.run(

@@ -21,7 +21,7 @@ from precedents.embedding import (
     load_embedder,
     setup_model,
 )
-from precedents.indexer import Indexer, IndexReport, Progress, lazy_store
+from precedents.indexer import Indexer, IndexReport, Progress, index_note, lazy_store
 from precedents.recall import Recall
 from precedents.recall import auto_context as recall_auto_context
 from precedents.runlock import WriterLock
@@ -224,7 +224,7 @@ def remember(
     """Save ``text`` as a memory note of ``project`` (default: this folder's) and make it
     searchable: by the running watcher, or indexed here and now when none runs."""
     from precedents.remember import memory_folder, write_note
-    from precedents.sources import SourceFile, resolve_claude_project
+    from precedents.sources import resolve_claude_project
     from precedents.watcher import ROLE as WATCHER
 
     root = project_root(project or Path.cwd())
@@ -235,9 +235,12 @@ def remember(
         return {"path": str(path), "project": root, "indexed_by": "watcher"}
     watcher.release()
     key = resolve_claude_project(folder.parent)
-    writer = WriterLock(settings.run_dir)
-    with writer.held():
-        lazy = lazy_store(settings)
-        indexer = Indexer(settings, lazy.open(), lazy.model, writer)
-        indexer.index_files([SourceFile(path, "note", key, folder)])
+    request = {"op": "index", "path": str(path), "project": key}
+    try:  # the daemon's model is warm: searchable at once
+        if protocol.ask(request, DAEMON_QUERY_S, str(settings.run_dir)).get("ok"):
+            return {"path": str(path), "project": root, "indexed_by": "daemon"}
+    except protocol.Unavailable:
+        pass
+    lazy = lazy_store(settings)
+    index_note(settings, lazy.model(), path, key)
     return {"path": str(path), "project": root, "indexed_by": "remember"}

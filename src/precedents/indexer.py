@@ -53,6 +53,16 @@ COMMIT_CHUNKS = EMBED_BATCH
 Progress = Callable[[int, int, int], None]  # files done, files total, chunks embedded
 
 
+def index_note(settings: Settings, model: Embedder, path: Path, project: str) -> int:
+    """Index one note file now (``remember``), as the one writer; returns files indexed."""
+    writer = WriterLock(settings.run_dir)
+    with writer.held():
+        store = LazyStore(settings.index_dir, model.model_id, lambda: model).open()
+        indexer = Indexer(settings, store, model, writer)
+        report = indexer.index_files([SourceFile(path, "note", project, path.parent)])
+    return report.files_indexed
+
+
 def lazy_store(settings: Settings, index_dir: Path | None = None) -> LazyStore[Embedder]:
     """The store of ``settings``' model (at ``index_dir``, default the index), opened
     without loading the model when it can be."""

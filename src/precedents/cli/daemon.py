@@ -100,7 +100,7 @@ def install_hook(
     The plugin (docs/plugin.md) does the same without absolute paths.
     """
     from precedents.hook import PROMPT_BUDGET_MS
-    from precedents.hook.install import install, settings_path
+    from precedents.hook.install import install, plugin_enabled, settings_path
 
     if user and (project is not None or shared):
         raise UsageError("give --user or --project/--shared, not both")
@@ -116,6 +116,12 @@ def install_hook(
         exec_form=None if form == "auto" else form == "exec",
         budget_ms=None if budget == PROMPT_BUDGET_MS else budget,
     )
+    if report.action == "installed" and plugin_enabled(settings.claude_dir):
+        typer.echo(
+            "note: the precedents plugin is enabled too; its hooks and these would both run "
+            "(keep one: `precedents install-hook --uninstall` or `/plugin disable precedents`)",
+            err=True,
+        )
     if as_json:
         print_json(report.to_json())
         return

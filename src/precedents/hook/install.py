@@ -128,6 +128,18 @@ def settings_path(project: Path | None, claude_dir: Path, *, shared: bool = Fals
     return root / ".claude" / ("settings.json" if shared else "settings.local.json")
 
 
+def plugin_enabled(claude_dir: Path) -> bool:
+    """Whether the user's settings enable the precedents plugin (its hooks would run twice)."""
+    try:
+        data = json.loads((claude_dir / "settings.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    enabled = data.get("enabledPlugins") if isinstance(data, dict) else None
+    if not isinstance(enabled, dict):
+        return False
+    return any(str(k).startswith("precedents@") and v for k, v in enabled.items())
+
+
 def _read(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")

@@ -467,6 +467,8 @@ class Daemon:
             return {"ok": True}
         if op == "query":
             return self._query(request)
+        if op == "index":
+            return self._index(request)
         if op not in ("context", "session"):
             return {"ok": False, "error": f"unknown op {op!r}"}
         self._last_question = time.monotonic()
@@ -513,6 +515,23 @@ class Daemon:
         ms = round((time.perf_counter() - started) * 1000, 1)
         log.info("answer %s", json.dumps({"op": "query", "chars": len(text), "ms": ms}))
         return {"ok": True, **answer}
+
+    def _index(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Index one note now with the warm model (`remember`): the save is searchable in
+        well under a second, not after a model load. Takes the writer lock like any writer."""
+        path, project = request.get("path"), request.get("project")
+        if not isinstance(path, str) or not isinstance(project, str) or not path.endswith(".md"):
+            return {"ok": False, "error": "path (.md) and project missing"}
+        if self.recall is None:
+            return {"ok": False, "error": "starting"}
+        from precedents.indexer import index_note
+
+        started = time.perf_counter()
+        indexed = index_note(self.settings, self.recall.embedder, Path(path), project)
+        self.recall.refresh()  # searchable from the next question on
+        ms = round((time.perf_counter() - started) * 1000, 1)
+        log.info("answer %s", json.dumps({"op": "index", "indexed": indexed, "ms": ms}))
+        return {"ok": True, "indexed": indexed}
 
 
 def serve(
