@@ -83,3 +83,16 @@ def test_remember_then_the_daemon_finds_it(dev_state: DevState, tmp_path: Path) 
         assert found, "not searchable within 2 s of the save"
     finally:
         stop_daemon(daemon)
+
+
+@pytest.mark.slow
+def test_remember_without_a_daemon_indexes_on_the_spot(home: Path, tmp_path: Path) -> None:
+    from precedents import api
+    from precedents.config import load_settings
+
+    settings = load_settings()
+    result = api.remember(settings, TEXT, title="How we deploy", project=str(tmp_path))
+    assert result["indexed_by"] == "remember"
+    answer = api.query(settings, "how do we roll back a deploy", project=str(tmp_path), k=1)
+    assert answer["via"] == "in-process"
+    assert [r["path"] for r in answer["results"]] == [result["path"]]
