@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -135,17 +136,19 @@ class Indexer:
         self.settings = settings
         self.store = store
         self.writer = writer or WriterLock(settings.run_dir)
+        self._load_lock = threading.Lock()
         self._embedder = embedder
         self._adr_graphs: dict[Path, object] = {}
         self.model_seconds = 0.0
 
     @property
     def embedder(self) -> Embedder:
-        """The model, loaded on first use."""
-        if callable(self._embedder) and not hasattr(self._embedder, "encode_passages"):
-            started = time.perf_counter()
-            self._embedder = self._embedder()
-            self.model_seconds = time.perf_counter() - started
+        """The model, loaded on first use (once, whichever thread asks first)."""
+        with self._load_lock:
+            if callable(self._embedder) and not hasattr(self._embedder, "encode_passages"):
+                started = time.perf_counter()
+                self._embedder = self._embedder()
+                self.model_seconds = time.perf_counter() - started
         return self._embedder  # type: ignore[return-value]
 
     @contextmanager

@@ -100,7 +100,7 @@ def install_hook(
     The plugin (docs/plugin.md) does the same without absolute paths.
     """
     from precedents.hook import PROMPT_BUDGET_MS
-    from precedents.hook.install import install, plugin_enabled, settings_path
+    from precedents.hook.install import has_ours, install, plugin_enabled, settings_path
 
     if user and (project is not None or shared):
         raise UsageError("give --user or --project/--shared, not both")
@@ -120,6 +120,13 @@ def install_hook(
         typer.echo(
             "note: the precedents plugin is enabled too; its hooks and these would both run "
             "(keep one: `precedents install-hook --uninstall` or `/plugin disable precedents`)",
+            err=True,
+        )
+    committed = path.with_name("settings.json")
+    if report.action == "installed" and committed != path and has_ours(committed):
+        typer.echo(
+            f"note: {committed} still holds precedents hooks from an earlier install "
+            "(remove them: `precedents install-hook --project DIR --shared --uninstall`)",
             err=True,
         )
     if as_json:

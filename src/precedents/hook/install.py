@@ -140,6 +140,17 @@ def plugin_enabled(claude_dir: Path) -> bool:
     return any(str(k).startswith("precedents@") and v for k, v in enabled.items())
 
 
+def has_ours(path: Path) -> bool:
+    """Whether the settings file ``path`` holds hooks precedents installed (False when unreadable)."""
+    try:
+        hooks = json.loads(path.read_text(encoding="utf-8")).get("hooks", {})
+        return any(
+            is_ours(h) for groups in hooks.values() for g in groups for h in g.get("hooks", [])
+        )
+    except (OSError, ValueError, AttributeError, TypeError):
+        return False
+
+
 def _read(path: Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")

@@ -168,7 +168,7 @@ class Watcher:
                 if given is None:
                     raise ValueError("a store was given without its embedder")
                 load = lambda: given  # noqa: E731
-            # The model loads on the first chunk to embed; a clean start loads nothing.
+            # The model loads in the background right after start (see _preload).
             self._indexer = Indexer(
                 self.settings, self._store, lambda: CachedEmbedder(load()), self._writer
             )
@@ -180,6 +180,9 @@ class Watcher:
                 target=self._run, name="precedents-watcher", daemon=True
             )
             self._worker.start()
+            # Load the model now, in the background: the first saved note must not
+            # wait for torch and the weights (~30 s on a busy 2-core box).
+            threading.Thread(target=self._preload, name="model-load", daemon=True).start()
         except BaseException:
             self._watches.stop()
             self._pid.release()
@@ -190,6 +193,13 @@ class Watcher:
             os.getpid(),
             self.settings.home,
         )
+
+    def _preload(self) -> None:
+        try:
+            if self._indexer is not None:
+                _ = self._indexer.embedder
+        except Exception as exc:  # the first file to index reports it again, in context
+            log.warning("loading the model failed: %s", exc)
 
     def wait_ready(self, timeout_s: float | None = None) -> bool:
         """Wait for the start-up reconcile pass; False on timeout."""
