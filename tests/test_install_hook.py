@@ -274,3 +274,16 @@ def test_an_enabled_plugin_is_pointed_out(tmp_path: Path, monkeypatch: pytest.Mo
         json.dumps({"enabledPlugins": {"precedents@precedents": False}})
     )
     assert not plugin_enabled(claude)
+
+
+def test_an_earlier_shared_install_is_pointed_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PRECEDENTS_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("PRECEDENTS_CLAUDE_DIR", str(tmp_path / "claude"))
+    project = tmp_path / "proj"
+    committed = project / ".claude" / "settings.json"
+    install(committed, python=PY, exec_form=True)  # what install-hook --project used to write
+    result = CliRunner().invoke(app(), ["install-hook", "--project", str(project)])
+    assert result.exit_code == 0, result.output
+    assert "still holds precedents hooks" in result.output

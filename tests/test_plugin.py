@@ -51,6 +51,16 @@ ROOT_VAR = "${CLAUDE_PLUGIN_ROOT}"
 VENV_BIN = Path(sys.executable).parent
 
 
+def no_daemon_start(home: Path) -> Path:
+    """A state folder where the hook will not start a daemon (as if it just had): none leaks."""
+    from precedents.hook import SPAWN_STAMP
+
+    run = home / "run"
+    run.mkdir(parents=True, mode=0o700)
+    (run / SPAWN_STAMP).touch()
+    return home
+
+
 def load(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
@@ -169,7 +179,10 @@ def test_wrapper_runs_the_installed_hook(tmp_path: Path) -> None:
         ["/bin/sh", str(WRAPPER), "prompt"],
         input=b'{"prompt": "hello there, anything?"}',
         capture_output=True,
-        env={"PATH": f"{VENV_BIN}:/usr/bin:/bin", "PRECEDENTS_HOME": str(tmp_path / "state")},
+        env={
+            "PATH": f"{VENV_BIN}:/usr/bin:/bin",
+            "PRECEDENTS_HOME": str(no_daemon_start(tmp_path / "state")),
+        },
         cwd=tmp_path,
         timeout=60,
     )
@@ -318,7 +331,7 @@ def test_the_slash_commands_and_the_mcp_tools_reach_the_model(
         tmp_path,
         ANTHROPIC_BASE_URL=url,
         ANTHROPIC_API_KEY="sk-ant-test-dummy",
-        PRECEDENTS_HOME=str(tmp_path / "state"),
+        PRECEDENTS_HOME=str(no_daemon_start(tmp_path / "state")),
     )
     note = 'Stash untracked files with `git stash -u`; it\'s "safe".'
     sent = {}

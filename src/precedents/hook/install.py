@@ -141,7 +141,7 @@ def plugin_enabled(claude_dir: Path) -> bool:
 
 
 def has_ours(path: Path) -> bool:
-    """Whether the settings file ``path`` holds hooks precedents installed (False when unreadable)."""
+    """Whether the settings file ``path`` holds precedents hooks (False when unreadable)."""
     try:
         hooks = json.loads(path.read_text(encoding="utf-8")).get("hooks", {})
         return any(
