@@ -39,9 +39,8 @@ def figures(ms: list[float]) -> str:
 
 
 async def measure(env: dict[str, str], runs: int) -> dict[str, Any]:
-    from mcp.client.stdio import stdio_client
-
     from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
 
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "precedents.cli", "mcp"], env=env, cwd=str(REPO)
