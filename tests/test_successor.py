@@ -69,3 +69,22 @@ def test_the_live_successor_comes_with_a_superseded_adr(dev_state: DevState, emb
     assert lines[first].startswith("⚠️superseded → ")
     assert "0002-keep-login-sessions-in-redis.md" in lines[first + 1]
     assert lines[first + 1].startswith("adr  ")  # live: no mark
+
+
+def test_the_session_list_says_how_many_it_left_out() -> None:
+    from precedents.protocol import EVENT_SESSION, printed_bytes
+    from precedents.recall.core import SESSION_CAP_BYTES, SESSION_MAX_ADRS, _fit_session
+    from precedents.recall.format import LineParts
+
+    parts = [
+        LineParts(f"{i:04d}", " ", f"Decision number {i} about a thing", "") for i in range(60)
+    ]
+    text = _fit_session(parts)
+    assert text is not None
+    lines = text.splitlines()
+    shown = len(lines) - 2
+    assert 0 < shown <= SESSION_MAX_ADRS
+    assert lines[-1] == f"… and {60 - shown} more live ADRs: `precedents adr list`"
+    assert printed_bytes(text, EVENT_SESSION) <= SESSION_CAP_BYTES
+    few = _fit_session(parts[:3])
+    assert few is not None and "more live ADRs" not in few and len(few.splitlines()) == 4

@@ -310,15 +310,32 @@ class Recall:
                 live.append(record)
         if not live:
             return None
-        parts = [line_parts(r) for r in live[:SESSION_MAX_ADRS]]
         # Titles only: the SessionStart list drops the "adr  " kind prefix and the path.
-        parts = [LineParts(p.head.removeprefix("adr  "), p.joiner, p.middle, "") for p in parts]
-        return fit_lines(parts, SESSION_CAP_BYTES, EVENT_SESSION, header=SESSION_HEADER)
+        parts = [
+            LineParts(p.head.removeprefix("adr  "), p.joiner, p.middle, "")
+            for p in (line_parts(r) for r in live)
+        ]
+        return _fit_session(parts)
 
     def close(self) -> None:
         """Stop the embedding worker."""
         if self._batcher is not None:
             self._batcher.close()
+
+
+def _fit_session(parts: list[LineParts]) -> str | None:
+    """As many live ADRs as fit (at most SESSION_MAX_ADRS) and, when some are left
+    out, a last line saying how many and how to see them: never a silent cut."""
+    keep = min(len(parts), SESSION_MAX_ADRS)
+    while keep >= 0:
+        omitted = len(parts) - keep
+        footer = LineParts(f"… and {omitted} more live ADRs: `precedents adr list`", "", "", "")
+        lines = parts[:keep] + ([footer] if omitted else [])
+        text = fit_lines(lines, SESSION_CAP_BYTES, EVENT_SESSION, header=SESSION_HEADER)
+        if text is not None and len(text.splitlines()) - 1 == len(lines):
+            return text  # every line asked for fits (titles shrink to make them)
+        keep -= 1  # one record fewer, so that the count line fits with it
+    return None
 
 
 def auto_context(
