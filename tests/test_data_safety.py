@@ -303,3 +303,19 @@ def test_the_adr_graph_cache_and_answers_hold_no_secret(home: Path, tmp_path: Pa
     again = build_graph(adrs, cache, mask_secrets)
     assert again.from_cache and GH_TOKEN not in again.get("1").title
     assert all(GH_TOKEN not in s["text"] for s in again.chain("1")["sources"].values())
+
+
+def test_a_first_index_takes_documents_first_and_conversations_newest_first(
+    tmp_path: Path,
+) -> None:
+    from precedents.indexer import first_things_first
+    from precedents.sources import SourceFile
+
+    files = []
+    for i, kind in enumerate(["conversation", "note", "conversation", "adr", "conversation"]):
+        path = tmp_path / f"{i}.{'jsonl' if kind == 'conversation' else 'md'}"
+        path.write_text("x")
+        os.utime(path, (1_000_000 + i * 10, 1_000_000 + i * 10))
+        files.append(SourceFile(path, kind, "/p", tmp_path))  # type: ignore[arg-type]
+    order = [f.path.name for f in first_things_first(files)]
+    assert order == ["1.md", "3.md", "4.jsonl", "2.jsonl", "0.jsonl"]

@@ -54,6 +54,25 @@ COMMIT_CHUNKS = EMBED_BATCH
 Progress = Callable[[int, int, int], None]  # files done, files total, chunks embedded
 
 
+def first_things_first(files: Sequence[SourceFile]) -> list[SourceFile]:
+    """Notes, rules and ADRs before conversations, and conversations newest first.
+
+    A first index of a heavy Claude Code user is mostly transcripts: this way
+    what the hook injects most is searchable within the first minute, and an
+    interrupted pass (commits are batched) has kept the most recent sessions.
+    """
+
+    def mtime(src: SourceFile) -> float:
+        try:
+            return src.path.stat().st_mtime
+        except OSError:
+            return 0.0
+
+    docs = [f for f in files if f.kind != "conversation"]
+    logs = sorted((f for f in files if f.kind == "conversation"), key=mtime, reverse=True)
+    return [*docs, *logs]
+
+
 def index_note(settings: Settings, model: Embedder, path: Path, project: str) -> int:
     """Index one note file now (``remember``), as the one writer; returns files indexed."""
     writer = WriterLock(settings.run_dir)
@@ -200,7 +219,7 @@ class Indexer:
             # (names, descriptions, chunks) may differ from what it reads now.
             log.info("the record parser changed: re-reading every file")
             known = {}
-        self.index_files(walk.files, report, progress, known)
+        self.index_files(first_things_first(walk.files), report, progress, known)
         self.store.maybe_compact(force=True)
         report.seconds = time.perf_counter() - started
         report.model_seconds = self.model_seconds
