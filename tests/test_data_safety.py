@@ -319,3 +319,24 @@ def test_a_first_index_takes_documents_first_and_conversations_newest_first(
         files.append(SourceFile(path, kind, "/p", tmp_path))  # type: ignore[arg-type]
     order = [f.path.name for f in first_things_first(files)]
     assert order == ["1.md", "3.md", "4.jsonl", "2.jsonl", "0.jsonl"]
+
+
+def test_status_shows_a_pass_in_progress(home: Path, tmp_path: Path) -> None:
+    from precedents.indexer import PassProgress, read_progress
+
+    run = load_settings().run_dir
+    seen: list[tuple[int, int]] = []
+    tracker = PassProgress(run, lambda d, t, c: seen.append((d, t)))
+    tracker(3, 10, 12)
+    assert seen == [(3, 10)]
+    assert api.status(load_settings())["indexing"]["files_done"] == 3
+    out = subprocess.run(
+        [sys.executable, "-m", "precedents.cli", "status"],
+        capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+    )  # fmt: skip
+    assert "indexing: 3/10 files" in out.stdout, out.stderr
+    tracker.done()
+    assert read_progress(run) is None and api.status(load_settings())["indexing"] is None
+    (run / PassProgress.FILE).write_text('{"pid": 999999, "files_done": 1}')  # a killed pass
+    assert read_progress(run) is None

@@ -21,7 +21,14 @@ from precedents.embedding import (
     load_embedder,
     setup_model,
 )
-from precedents.indexer import Indexer, IndexReport, Progress, index_note, lazy_store
+from precedents.indexer import (
+    Indexer,
+    IndexReport,
+    Progress,
+    index_note,
+    lazy_store,
+    read_progress,
+)
 from precedents.recall import Recall
 from precedents.recall import auto_context as recall_auto_context
 from precedents.runlock import WriterLock
@@ -142,6 +149,7 @@ def status(settings: Settings) -> dict[str, Any]:
         "store_bytes": 0,
         "last_indexed": None,
     }
+    info["indexing"] = read_progress(settings.run_dir)
     if stored is None:
         return info
     store = Store(settings.index_dir, stored[0], stored[1], create=False)

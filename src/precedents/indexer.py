@@ -13,13 +13,16 @@ indexed; a file that vanished between listing and reading is dropped.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -35,7 +38,7 @@ from precedents.chunking import (
 from precedents.config import Settings
 from precedents.embedding import Embedder, canonical_model_id, load_embedder
 from precedents.kinds import Kind
-from precedents.runlock import WriterLock
+from precedents.runlock import WriterLock, write_private
 from precedents.secrets import mask_secrets
 from precedents.sources import Problem, SourceFile, Walk
 from precedents.store import DocumentRecord, FileRecord, LazyStore, Store
@@ -52,6 +55,49 @@ CHUNKER_VERSION = "2"
 # costs ~10 ms; compaction keeps the versions in check.
 COMMIT_CHUNKS = EMBED_BATCH
 Progress = Callable[[int, int, int], None]  # files done, files total, chunks embedded
+
+
+class PassProgress:
+    """A pass's progress, also written to ``run/progress.json`` (at most once a second)
+    for `precedents status` to show while a long first index runs in the background."""
+
+    FILE = "progress.json"
+
+    def __init__(self, run_dir: Path, forward: Progress | None) -> None:
+        self.path = run_dir / self.FILE
+        self.forward = forward
+        self.started = time.time()
+        self._last = 0.0
+
+    def __call__(self, done: int, total: int, chunks: int) -> None:
+        if self.forward is not None:
+            self.forward(done, total, chunks)
+        now = time.monotonic()
+        if now - self._last >= 1.0 or done == total:
+            self._last = now
+            text = json.dumps(
+                {"pid": os.getpid(), "files_done": done, "files_total": total,
+                 "chunks": chunks, "started": self.started}
+            )  # fmt: skip
+            try:
+                self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                write_private(self.path, text)
+            except OSError:
+                pass  # progress is a courtesy: never a reason to stop indexing
+
+    def done(self) -> None:
+        """The pass ended (or was interrupted): nothing is in progress any more."""
+        self.path.unlink(missing_ok=True)
+
+
+def read_progress(run_dir: Path) -> dict[str, Any] | None:
+    """The pass in progress, if its process still runs; None otherwise."""
+    try:
+        data = json.loads((run_dir / PassProgress.FILE).read_text(encoding="utf-8"))
+        os.kill(int(data["pid"]), 0)  # a pass killed -9 leaves its file behind
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def first_things_first(files: Sequence[SourceFile]) -> list[SourceFile]:
@@ -219,7 +265,11 @@ class Indexer:
             # (names, descriptions, chunks) may differ from what it reads now.
             log.info("the record parser changed: re-reading every file")
             known = {}
-        self.index_files(first_things_first(walk.files), report, progress, known)
+        tracker = PassProgress(self.settings.run_dir, progress)
+        try:
+            self.index_files(first_things_first(walk.files), report, tracker, known)
+        finally:
+            tracker.done()
         self.store.maybe_compact(force=True)
         report.seconds = time.perf_counter() - started
         report.model_seconds = self.model_seconds

@@ -33,26 +33,170 @@ from precedents.adr_graph.model import (
     Ref,
 )
 
-# Status words, checked in this order at the start of a status value.
-_WORDS: list[tuple[str, str]] = [
-    (PARTIAL, r"(?:partially|partly)\s+super[sc]eded|super[sc]eded\s+in\s+part"),
-    (REJECTED, r"not\s+accepted|rejected|declined|refused|withdrawn|abandoned|dropped"),
-    (SUPERSEDED, r"super[sc]eded|superseeded|replaced|obsoleted\s+by"),
-    (DEPRECATED, r"deprecated|obsolete|retired|outdated|sunset"),
+# The status words: ONE table, word -> declared class, one row per class, as
+# documented in docs/adr-graph.md ("Status words"; a test compares the two).
+# Matched case-insensitively at the start of a status value, after emoji,
+# emphasis and numbers, as a whole word (longest first: "partially accepted"
+# before "accepted"); a space in a word matches any run of spaces or hyphens,
+# an apostrophe either ' or ’. Only words that say the status alone: a link
+# after "superseded by" / "replaced by" / "amended by" is a relation (below).
+STATUS_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         LIVE,
-        r"accepted|approved|implemented|adopted|agreed|decided|amended|active|done"
-        r"|completed?|in\s+effect|enacted|valid|current|supplemented",
+        (
+            "accepted",
+            "accept",
+            "accepts",
+            "accepting",
+            "partially accepted",
+            "approved",
+            "approve",
+            "approves",
+            "approving",
+            "agreed",
+            "adopted",
+            "implemented",
+            "done",
+            "decided",
+            "active",
+            "current",
+            "in effect",
+            "enacted",
+            "valid",
+            "complete",
+            "completed",
+            "amended",
+            "supplemented",
+            "akzeptiert",
+            "angenommen",
+            "accepté",
+            "acceptée",
+            "aceptado",
+            "aceptada",
+            "aceito",
+            "aceita",
+        ),
     ),
     (
         PROPOSED,
-        r"proposed|proposal|draft(?:ed)?|in\s+review|under\s+review|reviewing|review"
-        r"|in\s+progress|pending|open|wip|under\s+discussion|discussing|suggested"
-        r"|planned|rfc|new",
+        (
+            "proposed",
+            "propose",
+            "proposal",
+            "draft",
+            "drafted",
+            "wip",
+            "work in progress",
+            "in progress",
+            "incomplete",
+            "under review",
+            "in review",
+            "review",
+            "reviewing",
+            "on hold",
+            "pending",
+            "open",
+            "under discussion",
+            "in discussion",
+            "discussing",
+            "suggested",
+            "planned",
+            "rfc",
+            "new",
+            "vorgeschlagen",
+            "proposé",
+            "proposée",
+            "propuesto",
+            "propuesta",
+            "proposto",
+            "proposta",
+        ),
     ),
-]
-_WORD_RE = re.compile("|".join(f"(?P<w{i}>{p})" for i, (_, p) in enumerate(_WORDS)), re.I)
-_WORD_CLASS = [cls for cls, _ in _WORDS]
+    (
+        REJECTED,
+        (
+            "rejected",
+            "reject",
+            "declined",
+            "denied",
+            "refused",
+            "not accepted",
+            "won't do",
+            "wont do",
+            "abgelehnt",
+            "rejeté",
+            "rejetée",
+            "rechazado",
+            "rechazada",
+            "rejeitado",
+            "rejeitada",
+        ),
+    ),
+    (
+        DEPRECATED,
+        (
+            "deprecated",
+            "deprecate",
+            "obsolete",
+            "retired",
+            "outdated",
+            "sunset",
+            "reverted",
+            "withdrawn",
+            "abandoned",
+            "archived",
+            "dropped",
+            "veraltet",
+            "obsolète",
+            "obsoleto",
+            "obsoleta",
+        ),
+    ),
+    (
+        SUPERSEDED,
+        (
+            "superseded",
+            "superceded",
+            "superseeded",
+            "replaced",
+            "obsoleted",
+            "obsoleted by",
+            "ersetzt",
+            "remplacé",
+            "remplacée",
+            "reemplazado",
+            "reemplazada",
+        ),
+    ),
+    (
+        PARTIAL,
+        (
+            "partially superseded",
+            "partly superseded",
+            "superseded in part",
+            "partially superceded",
+            "partly superceded",
+            "superceded in part",
+        ),
+    ),
+)
+
+
+def _norm(word: str) -> str:
+    """A status word as the table keys it: lower case, one space, a plain apostrophe."""
+    return re.sub(r"[\s\-]+", " ", word.lower()).replace("\u2019", "'")
+
+
+_STATUS_OF: dict[str, str] = {_norm(word): cls for cls, words in STATUS_WORDS for word in words}
+_WORD_RE = re.compile(
+    "(?:"
+    + "|".join(
+        re.escape(w).replace("\\ ", r"[\s\-]+").replace("'", "['\u2019]")
+        for w in sorted(_STATUS_OF, key=len, reverse=True)
+    )
+    + r")(?![^\W_])",
+    re.I,
+)
 
 # Relation keywords inside a status value or a Links line.
 _REL_RE = re.compile(
@@ -100,9 +244,7 @@ def status_word(plain: str) -> str | None:
     if not lead:
         return None
     m = _WORD_RE.match(lead)
-    if m and (m.end() == len(lead) or not lead[m.end()].isalnum()):
-        return _WORD_CLASS[int((m.lastgroup or "w0")[1:])]
-    return UNRECOGNISED
+    return _STATUS_OF[_norm(m.group(0))] if m else UNRECOGNISED
 
 
 def token_refs(segment: str) -> list[Ref]:

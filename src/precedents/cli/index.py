@@ -112,6 +112,12 @@ def _status_lines(info: dict[str, Any]) -> list[str]:
         f"index:   {info['documents']} documents, {info['chunks']} chunks, "
         f"{info['store_bytes'] / 1e6:.1f} MB, last indexed {info['last_indexed'] or 'never'}",
     ]
+    if info.get("indexing"):
+        p = info["indexing"]
+        lines.append(
+            f"indexing: {p['files_done']}/{p['files_total']} files, {p['chunks']} chunks "
+            f"embedded (pid {p['pid']}; notes, rules and ADRs first, then newest sessions)"
+        )
     for kind, c in info["kinds"].items():
         lines.append(f"  {kind:<13} {c['documents']:>6} docs {c['chunks']:>7} chunks")
     for proj, c in info["projects"].items():
