@@ -18,7 +18,7 @@ from pathlib import Path
 from precedents.adr_graph.model import AdrRecord, NonAdr
 
 # Bump when the parser or the rule changes: an old cache must not answer.
-CACHE_VERSION = "adr-graph-2"  # 2: no record text, masked titles keyed apart
+CACHE_VERSION = "adr-graph-3"  # 3: the status-word table; 2: no record text, masked titles
 
 
 @dataclass

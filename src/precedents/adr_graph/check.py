@@ -2,7 +2,8 @@
 
 Errors: replacement cycles, dangling links (a successor that resolves to
 nothing), both-direction disagreements, replacements across components,
-records with no usable status, duplicate ids. Warnings (exit code unaffected):
+records with no usable status (an unrecognised status word is named with its
+file and line, for someone to fix), duplicate ids. Warnings (exit code unaffected):
 links to renamed files that resolve by their number, superseded records that
 name no successor, supersessions declared by records not yet accepted.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from precedents.adr_graph.declaration import unrecognised_line
 from precedents.adr_graph.model import (
     DEPRECATED,
     LIVE,
@@ -93,6 +95,17 @@ def _status_findings(rec: AdrRecord) -> list[Finding]:
     """
     if rec.status != UNKNOWN or rec.reason.startswith("replacement cycle"):
         return []
+    if rec.reason == "unrecognised status":
+        line = unrecognised_line(rec.path, rec.warnings)
+        where = f"line {line}: " if line is not None else ""
+        return [
+            Finding(
+                "unrecognised_status",
+                rec.path,
+                f"{where}{rec.label} has the status {rec.declared_status!r}, which is not "
+                "a known status word (status unknown); see 'Status words' in docs/adr-graph.md",
+            )
+        ]
     kind = _UNKNOWN_KINDS.get(rec.reason, "no_status")
     return [Finding(kind, rec.path, f"{rec.label}: status unknown ({rec.reason})")]
 

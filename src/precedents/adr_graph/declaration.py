@@ -247,6 +247,38 @@ def status_word(plain: str) -> str | None:
     return _STATUS_OF[_norm(m.group(0))] if m else UNRECOGNISED
 
 
+def status_line(text: str, value: str) -> int:
+    """The 1-based line of ``text`` (a whole file) where status ``value`` is written.
+
+    The first line naming the value at or after the first line that says
+    "status" (front matter key, ``Status:`` line, ``## Status`` heading), else
+    anywhere, else that "status" line itself; 1 when the file names neither.
+    """
+    lines = text.split("\n")
+    needle = value.strip().split("\n")[0][:60].lower()
+    start = next((i for i, ln in enumerate(lines) if "status" in ln.lower()), 0)
+    for lo in (start, 0):
+        for i in range(lo, len(lines)):
+            if needle and needle in lines[i].lower():
+                return i + 1
+    return start + 1
+
+
+def unrecognised_warning(path: str, line: int, value: str) -> str:
+    """The parser's warning for a status word not in :data:`STATUS_WORDS`."""
+    return f"{path}:{line}: unrecognised status {value.strip()!r}"
+
+
+def unrecognised_line(path: str, warnings: list[str]) -> int | None:
+    """The line number :func:`unrecognised_warning` put in one of ``warnings``."""
+    prefix = f"{path}:"
+    for w in warnings:
+        head, sep, _ = w[len(prefix) :].partition(": unrecognised status ")
+        if w.startswith(prefix) and sep and head.isdigit():
+            return int(head)
+    return None
+
+
 def token_refs(segment: str) -> list[Ref]:
     """Bare references in text with no link: ``ADR-0005``, ``adr0008``, else the text itself."""
     found = [Ref("token", m.group(0), m.group(0)) for m in _TOKEN_RE.finditer(segment)]

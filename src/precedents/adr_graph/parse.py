@@ -21,9 +21,11 @@ from precedents.adr_graph.declaration import (
     ADR_TOKEN,
     Declaration,
     classify,
+    status_line,
     status_units,
     status_word,
     token_refs,
+    unrecognised_warning,
 )
 from precedents.adr_graph.model import (
     AMENDED_BY,
@@ -212,6 +214,9 @@ def _parse(text: str, rel_path: str) -> ParsedAdr | None:
     _read_declared_relations(reading)
     _read_prose(clean, lines, fenced, reading)
     cls, declared, implicit = _declared_class(reading, broken=fm_error is not None)
+    if cls == UNRECOGNISED and declared is not None:
+        line = status_line(text, declared)
+        reading.warnings.append(unrecognised_warning(rel_path, line, declared))
     if rid is None:
         # No number and no id: an ADR only if it declares a real status.
         if cls in (NO_STATUS, TEMPLATE, UNRECOGNISED, UNREADABLE) or implicit:
@@ -449,10 +454,7 @@ def _merge(
         words = ", ".join(repr(v.strip()) for v, _ in decls)
         warnings.append(f"{rel_path}: contradictory status declarations ({words})")
         return CONTRADICTORY, declared
-    cls = classes.pop()
-    if cls == UNRECOGNISED:
-        warnings.append(f"{rel_path}: unrecognised status {declared!r}")
-    return cls, declared
+    return classes.pop(), declared  # an unrecognised word: warned with its line by _parse
 
 
 def _dedupe(relations: list[RawRelation]) -> list[RawRelation]:
