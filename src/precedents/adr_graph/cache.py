@@ -18,7 +18,8 @@ from pathlib import Path
 from precedents.adr_graph.model import AdrRecord, NonAdr
 
 # Bump when the parser or the rule changes: an old cache must not answer.
-CACHE_VERSION = "adr-graph-3"  # 3: the status-word table; 2: no record text, masked titles
+# 4: relations read from text; 3: the status-word table; 2: no record text, masked titles
+CACHE_VERSION = "adr-graph-4"
 
 
 @dataclass

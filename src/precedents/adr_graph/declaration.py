@@ -351,3 +351,106 @@ def status_units(lines: list[str]) -> list[str]:
             units[-1] += " " + line
         fresh = False
     return units
+
+
+# Relations read from text: a record that says in its title or first lines that
+# it undoes, reverts, replaces, amends or extends an earlier one ("Partly undo
+# ADR 109", "Revert ADR-12: use Postgres again", "Amendment to ADR-0005"). Only
+# active forms followed directly by the reference (after a few fixed words such
+# as "the part of"): "replaced by", "revert to ADR 3", "see ADR 3" say nothing.
+# Documented in docs/adr-graph.md ("Relations read from text").
+_TEXT_VERB_RE = re.compile(
+    r"\b(?:"
+    r"(?P<sup>undo(?:es|ing)?|revert(?:s|ing)?|revers(?:e|es|ing)"
+    r"|roll(?:s|ing)?[ \t]+back|replac(?:e|es|ing)"
+    r"|(?:revert|reversal|replacement|undoing)[ \t]+(?:of|for))"
+    r"|(?P<amd>amend(?:s|ing)?|extend(?:s|ing)?|(?:amendment|extension)[ \t]+(?:to|of))"
+    r")(?![^\W_])",
+    re.I,
+)
+# Right after the verb: optional fixed words, then the reference (a link or an id).
+_TEXT_OBJECT_RE = re.compile(
+    r"[ \t*_]+(?:(?P<part>(?:the[ \t]+|a[ \t]+|some[ \t]+)?(?:parts?|portions?|sections?|pieces?)"
+    r"[ \t]+of[ \t]+)|the[ \t]+(?:decisions?|choices?)[ \t]+(?:of|in|from|made[ \t]+in)[ \t]+)?"
+    r"(?:the[ \t]+)?[*_]*(?:" + tx.LINK_PATTERN + r"|(?P<tok>" + ADR_TOKEN + r"))",
+    re.I,
+)
+# "ADR 7 and ADR 8", ", [ADR 9](0009-x.md)": further references of one list.
+_TEXT_MORE_RE = re.compile(
+    r"[ \t*_]*(?:,|&|\band\b)[ \t*_]*(?:(?:the[ \t]+)?(?:" + tx.LINK_PATTERN + r"|(?P<tok>"
+    r"" + ADR_TOKEN + r")))",
+    re.I,
+)
+_TEXT_PARTIAL_BEFORE = re.compile(r"\b(?:partially|partly|in[ \t]+part|partial)[ \t]+$", re.I)
+_TEXT_PARTIAL_AFTER = re.compile(r"[ \t*_,]*(?:in[ \t]+part|partially|partly)\b", re.I)
+# Words in the clause before the verb that undo it: "does not replace ADR 3",
+# "unlike ADR 3", "instead of reverting", "whether to amend".
+_TEXT_NEGATION_RE = re.compile(
+    r"\b(?:not|never|no[ \t]+longer|without|unlike|rather[ \t]+than|instead[ \t]+of|whether"
+    r"|if|consider(?:s|ed|ing)?|could|would|might|should)\b|n't\b",
+    re.I,
+)
+_CLAUSE_BREAK_RE = re.compile(r"[,;:!?]|\.(?:\s|$)")
+_ADR_MENTION_RE = re.compile(ADR_TOKEN + r"|\]\(", re.I)
+# Only the first lines are read: a cap keeps the scan short whatever the input.
+TEXT_SCAN_CHARS = 1500
+
+
+def text_relations(segment: str, rel_dir: str) -> list[tuple[str, Ref]]:
+    """Supersession and amendment the record's own words declare in ``segment``
+    (its title or first lines): ``(relation type, reference)`` pairs.
+
+    ``Partly undo ADR 109`` -> partially supersedes; ``This reverts ADR-0012.``,
+    ``Replace ADR-0007 with X`` -> supersedes; ``Replaces the part of ADR 7
+    about caching`` -> partially supersedes; ``Amendment to ADR-0005``,
+    ``Extends ADR 5`` -> amends. Not when negated in the same clause ("does not
+    replace ADR 3"), nor when another ADR is the subject ("ADR 3 replaces ADR 2").
+    """
+    segment = segment[:TEXT_SCAN_CHARS]
+    out: list[tuple[str, Ref]] = []
+    for verb in _TEXT_VERB_RE.finditer(segment):
+        m = _TEXT_OBJECT_RE.match(segment, verb.end())
+        if m is None:
+            continue
+        at = verb.start()
+        before = segment[max(0, at - 60) : at]
+        clause = _CLAUSE_BREAK_RE.split(before)[-1]
+        if _TEXT_NEGATION_RE.search(clause) or _ADR_MENTION_RE.search(clause):
+            continue
+        refs: list[Ref] = []
+        ref = _text_ref(m, rel_dir)
+        if ref is not None:
+            refs.append(ref)
+        end = m.end()
+        more = _TEXT_MORE_RE.match(segment, end)
+        while more is not None and len(refs) < 10:
+            ref = _text_ref(more, rel_dir)
+            if ref is not None:
+                refs.append(ref)
+            end = more.end()
+            more = _TEXT_MORE_RE.match(segment, end)
+        if verb.group("amd"):
+            kind = AMENDS
+        elif (
+            m.group("part")
+            or _TEXT_PARTIAL_BEFORE.search(before)
+            or _TEXT_PARTIAL_AFTER.match(segment, end)
+        ):
+            kind = PARTIALLY_SUPERSEDES
+        else:
+            kind = SUPERSEDES
+        out.extend((kind, r) for r in refs)
+    return out
+
+
+def _text_ref(m: re.Match[str], rel_dir: str) -> Ref | None:
+    """The reference a text pattern matched; a link counts only if it names a record
+    (a Markdown file of the repository, or an ADR id in its text), not a product page."""
+    if m.group("tok"):
+        return Ref("token", m.group("tok"), m.group("tok"))
+    ref = tx.make_ref(m.group("href"), m.group("ltext"), rel_dir)
+    if re.search(ADR_TOKEN, ref.text, re.I):
+        return ref
+    if ref.kind in ("path", "outside") and ref.value.lower().endswith((".md", ".markdown")):
+        return ref
+    return None

@@ -24,6 +24,7 @@ from precedents.adr_graph.declaration import (
     status_line,
     status_units,
     status_word,
+    text_relations,
     token_refs,
     unrecognised_warning,
 )
@@ -82,6 +83,8 @@ _MADR_HEADINGS = re.compile(
     r"|decision drivers|pros and cons of the options)\b",
     re.I,
 )
+# Sections whose first paragraph may say what the record does to earlier ones.
+_SECTION_RE = re.compile(r"^[\W\d_]*(context|decision)\b", re.I)
 _TITLE_NUMBER_RE = re.compile(
     r"^(?:adr[-_ #]*(?:\d+|x+|n+)\s*[.:)\-–—]?\s*|\d+\s*[.:)\-–—]\s*)",
     re.I,
@@ -212,7 +215,14 @@ def _parse(text: str, rel_path: str) -> ParsedAdr | None:
     _read_preamble(lines, headings, fenced, reading)
     _read_sections(lines, headings, fenced, reading)
     _read_declared_relations(reading)
-    _read_prose(clean, lines, fenced, reading)
+    low = clean.lower()
+    _read_prose(clean, low, lines, fenced, reading)
+    # Most records name no other ADR at all: then there is nothing to read.
+    if "adr" in low or "](" in clean or _names_adr(title):
+        stem = rel_path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+        # The title as written (a file stem says nothing in words).
+        title_src = "" if title == stem else title
+        _read_text_relations(title_src, lines, headings, fenced, reading, number)
     cls, declared, implicit = _declared_class(reading, broken=fm_error is not None)
     if cls == UNRECOGNISED and declared is not None:
         line = status_line(text, declared)
@@ -384,14 +394,16 @@ def _read_declared_relations(reading: _Reading) -> None:
             reading.relations.extend(RawRelation(kind, r, "status") for r in decl.loose_links)
 
 
-def _read_prose(clean: str, lines: list[str], fenced: set[int], reading: _Reading) -> None:
+def _read_prose(
+    clean: str, low: str, lines: list[str], fenced: set[int], reading: _Reading
+) -> None:
     """Supersession in the body's own words ("This supersedes ADR-0008"), outside fences.
 
     The successor's own words count (if it is accepted: the rule decides); a
     "superseded by [X]" sentence is kept only as a fallback successor.
     """
     prose = "\n".join(ln for i, ln in enumerate(lines) if i not in fenced) if fenced else clean
-    low = prose.lower()
+    low = prose.lower() if fenced else low  # ``low`` is ``clean`` in lower case
     # str.find is far faster than a case-insensitive regex; most records never
     # mention supersession, so gate the regex on a plain substring test.
     hits = _SUPER_RE.finditer(prose) if "supersed" in low or "superced" in low else ()
@@ -408,6 +420,92 @@ def _read_prose(clean: str, lines: list[str], fenced: set[int], reading: _Readin
         m = _PROSE_SUPERSEDED_BY.match(prose, at)
         if m is not None:
             reading.fallback.append(_prose_ref(m, reading.rel_dir))
+
+
+def _first_lines(lines: list[str], headings: list[tx.Heading], fenced: set[int]) -> list[str]:
+    """Where a record says what it does to earlier ones: the lines between the title
+    and the first section (not ``Status:``-like fields), and the first paragraph of
+    its first Context section and of its first Decision section. Only the parts
+    that name an ADR (an id or a link) are returned: most name none."""
+    out: list[str] = []
+    start, first_h2, n = 0, len(lines), len(headings)
+    for k, h in enumerate(headings):
+        if h.level >= 2:
+            first_h2, n = h.line, k
+            break
+        if start == 0:
+            start = h.line + 1
+    preamble = lines[start:first_h2]
+    if preamble and _names_adr("\n".join(preamble)):
+        kept = (
+            ln
+            for i, ln in enumerate(preamble, start)
+            if i not in fenced and not _FIELD_RE.match(ln)
+        )
+        out.append(" ".join(kept))
+    seen = ""
+    for k in range(n, len(headings)):
+        h = headings[k]
+        low = h.text.lower()
+        kind = "c" if "context" in low else "d" if "decision" in low else ""
+        if not kind or kind in seen or h.level < 2 or not _SECTION_RE.match(h.text):
+            continue
+        seen += kind
+        end = headings[k + 1].line if k + 1 < len(headings) else len(lines)
+        i = h.line + 1
+        while i < end and (i in fenced or not lines[i].strip()):
+            i += 1
+        j = i
+        while j < end and j not in fenced and lines[j].strip():
+            j += 1
+        if i < j:
+            text = " ".join(lines[i:j])
+            if _names_adr(text):
+                out.append(text)
+        if len(seen) == 2:
+            break
+    return out
+
+
+def _names_adr(text: str) -> bool:
+    """Cheap first pass: whether ``text`` may name an ADR (an id or a link)."""
+    # Plain substring tests: far faster than a case-insensitive regex.
+    return "](" in text or "adr" in text.lower()
+
+
+def _read_text_relations(
+    title: str,
+    lines: list[str],
+    headings: list[tx.Heading],
+    fenced: set[int],
+    reading: _Reading,
+    number: int | None,
+) -> None:
+    """Relations the record's title or first lines state in words ("Partly undo ADR
+    109", "This reverts ADR-0012.", "Amendment to ADR-0005"); see
+    :func:`declaration.text_relations`. Read as the successor's own declaration, so
+    the one rule applies (it counts once the record is accepted). A reference to
+    the record itself, or to one it already relates to explicitly, is skipped."""
+    segments = _first_lines(lines, headings, fenced)
+    if _names_adr(title):
+        segments.insert(0, title)
+    found = [kr for segment in segments for kr in text_relations(segment, reading.rel_dir)]
+    if not found:
+        return
+    taken = {_ref_number(r.ref) for r in reading.relations if r.origin != "prose"}
+    taken.discard(None)
+    for kind, ref in found:
+        num = _ref_number(ref)
+        if num is not None and (num == number or num in taken):
+            continue
+        reading.relations.append(RawRelation(kind, ref, "prose"))
+
+
+def _ref_number(ref: Ref) -> int | None:
+    """The ADR number a reference names, if it names one."""
+    if ref.kind == "token":
+        return tx.number_of(ref.value)
+    return tx.href_number(ref.value)[0] if ref.kind == "path" else None
 
 
 def _declared_class(reading: _Reading, broken: bool) -> tuple[str, str | None, bool]:
