@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -224,6 +225,25 @@ def stop_daemon(proc: subprocess.Popen[bytes], timeout: float = 20) -> int:
     except subprocess.TimeoutExpired:
         proc.kill()
         return proc.wait(5)
+
+
+def copy_state(dev_state: DevState, folder: Path) -> Path:
+    """A state folder of its own holding a copy of the session's index (its config,
+    mute list and logs are the test's), so the session's daemon is never disturbed."""
+    home = folder / "state"
+    shutil.copytree(dev_state.home / "index", home / "index")
+    return home
+
+
+@contextlib.contextmanager
+def running_daemon(home: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A real daemon subprocess over ``home``, ready for the block, stopped after it."""
+    proc = start_daemon(home)
+    try:
+        wait_ready(home, proc)
+        yield proc
+    finally:
+        stop_daemon(proc)
 
 
 class FakeRecall:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -23,10 +22,9 @@ from tests.conftest_daemon import (  # noqa: E402 - after the rewrite registrati
     RELATED,
     RELATED_NOTE,
     DevState,
+    copy_state,
     hook_env,
-    start_daemon,
-    stop_daemon,
-    wait_ready,
+    running_daemon,
 )
 
 pytest_plugins = ["tests.conftest_daemon"]
@@ -61,15 +59,12 @@ async def session_calls(env: dict[str, str], cwd: Path, calls: list[tuple[str, d
 
 @pytest.mark.slow
 def test_every_tool_through_a_real_client(dev_state: DevState, tmp_path: Path) -> None:
-    home = tmp_path / "state"
-    shutil.copytree(dev_state.home / "index", home / "index")
+    home = copy_state(dev_state, tmp_path)
     claude = tmp_path / "claude"
     claude.mkdir()
     env = hook_env(home, PRECEDENTS_CLAUDE_DIR=str(claude))
     project = dev_state.project
-    daemon = start_daemon(home)
-    try:
-        wait_ready(home, daemon)
+    with running_daemon(home):
         calls = [
             ("recall", {"query": RELATED, "project": str(project)}),
             ("recall", {"query": ADR_PROMPT, "project": str(project), "k": 3}),
@@ -82,8 +77,6 @@ def test_every_tool_through_a_real_client(dev_state: DevState, tmp_path: Path) -
             ("recall", {"query": RELATED, "project": str(project)}),  # still serving
         ]
         out = asyncio.run(session_calls(env, project, calls))
-    finally:
-        stop_daemon(daemon)
     assert out[0] == ["adr_chain", "adr_find", "adr_status", "recall", "remember"]
     results = [r for r, _ in out[1:]]
     for result in results[:6]:

@@ -9,7 +9,6 @@ three) so that the hook's lines show the ranking itself.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,12 +19,11 @@ import pytest
 pytest.register_assert_rewrite("tests.conftest_daemon")
 from tests.conftest_daemon import (  # noqa: E402 - after the rewrite registration
     DevState,
+    copy_state,
     hook_env,
     prompt_json,
     run_hook,
-    start_daemon,
-    stop_daemon,
-    wait_ready,
+    running_daemon,
 )
 
 pytest_plugins = ["tests.conftest_daemon"]
@@ -72,13 +70,10 @@ def paths(answer: dict[str, object]) -> list[str]:
 
 @pytest.mark.slow
 def test_query_and_hook_give_the_same_order(dev_state: DevState, tmp_path: Path) -> None:
-    home = tmp_path / "state"
-    shutil.copytree(dev_state.home / "index", home / "index")
+    home = copy_state(dev_state, tmp_path)
     (home / "config.toml").write_text(WIDE_OPEN)
-    daemon = start_daemon(home)
     shown: dict[str, list[str]] = {}
-    try:
-        wait_ready(home, daemon)
+    with running_daemon(home):
         for question in QUESTIONS:
             hook = run_hook(home, prompt_json(question, dev_state.project), cwd=dev_state.project)
             assert hook.returncode == 0
@@ -87,8 +82,6 @@ def test_query_and_hook_give_the_same_order(dev_state: DevState, tmp_path: Path)
             # With a daemon running, `query` asks it: the warm model, the same ranking.
             answer = run_query(home, dev_state.project, question)
             assert answer["via"] == "daemon" and paths(answer) == shown[question], question
-    finally:
-        stop_daemon(daemon)
     for question in QUESTIONS:  # no daemon: ranked in-process, still the same order
         answer = run_query(home, dev_state.project, question)
         assert answer["via"] == "in-process" and paths(answer) == shown[question], question

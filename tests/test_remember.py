@@ -4,7 +4,6 @@ folder, with valid front matter, secrets masked in the file, searchable at once.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -17,7 +16,12 @@ from precedents.remember import memory_folder, write_note
 from precedents.sources import encode_project_path
 
 pytest.register_assert_rewrite("tests.conftest_daemon")
-from tests.conftest_daemon import DevState, hook_env, start_daemon, stop_daemon, wait_ready  # noqa: E402
+from tests.conftest_daemon import (  # noqa: E402 - after the rewrite registration
+    DevState,
+    copy_state,
+    hook_env,
+    running_daemon,
+)
 
 pytest_plugins = ["tests.conftest_daemon"]
 
@@ -52,15 +56,12 @@ def test_an_existing_claude_folder_is_reused(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_remember_then_the_daemon_finds_it(dev_state: DevState, tmp_path: Path) -> None:
-    home = tmp_path / "state"
-    shutil.copytree(dev_state.home / "index", home / "index")
+    home = copy_state(dev_state, tmp_path)
     claude = tmp_path / "claude"
     claude.mkdir()
     env = hook_env(home, PRECEDENTS_CLAUDE_DIR=str(claude))
     project = dev_state.project
-    daemon = start_daemon(home)
-    try:
-        wait_ready(home, daemon)
+    with running_daemon(home):
         out = subprocess.run(
             [sys.executable, "-m", "precedents.cli", "remember", TEXT, "--title", "How we deploy",
              "--project", str(project), "--json"],
@@ -81,8 +82,6 @@ def test_remember_then_the_daemon_finds_it(dev_state: DevState, tmp_path: Path) 
             )  # fmt: skip
             found = str(path) in [r["path"] for r in json.loads(q.stdout)["results"]]
         assert found, "not searchable within 2 s of the save"
-    finally:
-        stop_daemon(daemon)
 
 
 @pytest.mark.slow

@@ -8,7 +8,6 @@ subprocess, the hook as Claude Code runs it, the CLI as a subprocess.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,12 +20,11 @@ from tests.conftest_daemon import (  # noqa: E402 - after the rewrite registrati
     RELATED_NOTE,
     UNRELATED,
     DevState,
+    copy_state,
     hook_env,
     prompt_json,
     run_hook,
-    start_daemon,
-    stop_daemon,
-    wait_ready,
+    running_daemon,
 )
 
 pytest_plugins = ["tests.conftest_daemon"]
@@ -52,13 +50,10 @@ def injected(home: Path, project: Path, prompt: str) -> str:
 
 @pytest.mark.slow
 def test_why_and_mute_with_a_real_daemon(dev_state: DevState, tmp_path: Path) -> None:
-    home = tmp_path / "state"
-    shutil.copytree(dev_state.home / "index", home / "index")
+    home = copy_state(dev_state, tmp_path)
     project = dev_state.project
     note = str(dev_state.notes / RELATED_NOTE)
-    daemon = start_daemon(home)
-    try:
-        wait_ready(home, daemon)
+    with running_daemon(home):
         assert RELATED_NOTE in injected(home, project, RELATED)
         assert injected(home, project, UNRELATED) == ""
 
@@ -78,8 +73,6 @@ def test_why_and_mute_with_a_real_daemon(dev_state: DevState, tmp_path: Path) ->
 
         assert cli(home, project, "unmute", note).returncode == 0
         assert RELATED_NOTE in injected(home, project, RELATED)
-    finally:
-        stop_daemon(daemon)
 
 
 def test_why_with_no_daemon_log_says_so(home: Path, tmp_path: Path) -> None:
