@@ -134,3 +134,28 @@ def test_adr_graph_imports_nothing_heavy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_session_list_footer_names_a_command_that_lists_every_live_adr(
+    adr_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SessionStart list's last line ("… and N more live ADRs: `precedents adr
+    list`") names a real command, run from the repository as the hook's session is,
+    and that command shows the live records the list left out."""
+    import re
+
+    from precedents.recall.core import SESSION_MAX_ADRS, _fit_session
+    from precedents.recall.format import LineParts
+
+    parts = [LineParts(f"{i:04d}", " ", f"Decision {i}", "") for i in range(SESSION_MAX_ADRS + 5)]
+    text = _fit_session(parts)
+    assert text is not None
+    footer = text.splitlines()[-1]
+    m = re.fullmatch(r"… and (\d+) more live ADRs: `precedents (adr [a-z]+(?: [-\w ]+)?)`", footer)
+    assert m, footer
+    assert int(m.group(1)) >= 5
+    monkeypatch.chdir(adr_dir.parents[1])  # the repository root, as in a session
+    result = runner.invoke(app, m.group(2).split())
+    assert result.exit_code == 0, result.output
+    live = [ln for ln in result.output.splitlines() if " live " in ln]
+    assert [ln.split()[0] for ln in live] == ["ADR-0002"]

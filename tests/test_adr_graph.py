@@ -58,8 +58,13 @@ def test_dangling_successor(tmp_path: Path) -> None:
     rec = g.get("ADR-0001")
     assert rec.status == "superseded"
     assert rec.successors == ["0028-x.md"]
-    assert rec.mark == "⚠️superseded → ADR-0028 (missing)"
-    assert [f.kind for f in g.check()] == ["dangling_link"]
+    # The mark never names a successor the folder does not hold (SPEC §4 decision
+    # in docs/adr-graph.md); `adr check` lists the broken link with file and line.
+    assert rec.mark == "⚠️superseded (successor missing)"
+    findings = g.check()
+    assert [f.kind for f in findings] == ["dangling_link"]
+    assert findings[0].path == "0001-a.md"
+    assert findings[0].message.startswith("line 7: ADR-0001 superseded by 0028-x.md")
     with pytest.raises(AdrChainError, match="dangling"):
         g.chain("1")
 
@@ -392,3 +397,59 @@ def test_cache_keyed_by_content_not_mtime(tmp_path: Path) -> None:
     for f in cache.iterdir():  # a damaged cache is rebuilt, not trusted
         f.write_bytes(b"garbage")
     assert build_graph(root, cache).status_of("2") == "live"
+
+
+def test_one_missing_successor_next_to_an_existing_one(tmp_path: Path) -> None:
+    root = folder(
+        tmp_path,
+        {
+            "0001-a.md": nygard(1, "A", "Superseded by [2. B](0002-b.md) and [9. Z](0009-z.md)"),
+            "0002-b.md": nygard(2, "B", "Accepted"),
+        },
+    )
+    g = build_graph(root)
+    assert g.mark_of("1") == "⚠️superseded → ADR-0002 (another successor missing)"
+    assert [(f.kind, f.path) for f in g.check()] == [("dangling_link", "0001-a.md")]
+
+
+def test_status_table_rows_dated_names_and_templates(tmp_path: Path) -> None:
+    table = (
+        "# {t}\n\n| Metadata | Value |\n|---|---|\n| **Status** | {s} |\n{rel}\n## Context\n\nX.\n"
+    )
+    root = folder(
+        tmp_path,
+        {
+            "2021-06-05_001-old.md": table.format(t="Old", s="Implemented", rel=""),
+            "2022-01-02_002-new.md": table.format(
+                t="New", s="Approved", rel="| Supersedes | [ADR 1](/adr/1) |\n"
+            ),
+            "2020_03_03_topic.md": "# Topic\n\n* Status: accepted\n",
+            "20240516132303-x.md": "---\nstatut: proposé\n---\n# X\n",
+            "0000-adr-template.md": "# ADR: Title\n\n- Status: **Proposed**\n",
+            "ADR-nnn_Template.md": (
+                "# T\n\n>| Status | `RFC by dd/mm, Proposed, Rejected, Accepted` |\n"
+            ),
+        },
+    )
+    g = build_graph(root)
+    assert g.get("001").title == "Old"
+    assert g.mark_of("001") == "⚠️superseded → ADR-002"
+    assert g.get("001").successors == ["2022-01-02_002-new.md"]
+    assert g.status_of("2020_03_03_topic") == "live"
+    assert g.status_of("20240516132303-x") == "proposed"
+    assert g.status_of("0000") == "unknown"  # a template, whatever status it shows
+    assert "ADR-nnn_Template.md" in {n.path for n in g.non_adrs}
+
+
+def test_a_later_stage_in_the_same_status_value(tmp_path: Path) -> None:
+    root = folder(
+        tmp_path,
+        {
+            "0001-a.md": nygard(1, "A", "Implemented. Superseded by [ADR-3](0003-c.md)."),
+            "0002-b.md": nygard(2, "B", "Implemented. Parts of this ADR were superseded by ADR-3."),
+            "0003-c.md": nygard(3, "C", "Accepted"),
+        },
+    )
+    g = build_graph(root)
+    assert g.mark_of("1") == "⚠️superseded → ADR-0003"
+    assert g.mark_of("2") == "△partially superseded → ADR-0003"

@@ -19,7 +19,7 @@ from precedents.adr_graph.model import AdrRecord, NonAdr
 
 # Bump when the parser or the rule changes: an old cache must not answer.
 # 4: relations read from text; 3: the status-word table; 2: no record text, masked titles
-CACHE_VERSION = "adr-graph-4"
+CACHE_VERSION = "adr-graph-5"
 
 
 @dataclass

@@ -110,6 +110,19 @@ def _status_findings(rec: AdrRecord) -> list[Finding]:
     return [Finding(kind, rec.path, f"{rec.label}: status unknown ({rec.reason})")]
 
 
+def _line_of(text: str, target: str) -> int | None:
+    """The 1-based line of ``text`` where a link to ``target`` is written (its file
+    name, or the whole target for a bare id), outside front matter first."""
+    needle = target.rsplit("/", 1)[-1].lower()
+    if not needle:
+        return None
+    lines = text.split("\n")
+    for i, ln in enumerate(lines):
+        if needle in ln.lower():
+            return i + 1
+    return None
+
+
 def _link_findings(records: Mapping[str, AdrRecord], rec: AdrRecord) -> list[Finding]:
     """What is wrong with the links a record declares itself.
 
@@ -120,11 +133,13 @@ def _link_findings(records: Mapping[str, AdrRecord], rec: AdrRecord) -> list[Fin
     out: list[Finding] = []
     for rel in _own(rec.relations):
         if rel.get("link") == "missing":
+            line = _line_of(rec.text, rel["target"])
+            where = f"line {line}: " if line is not None else ""
             out.append(
                 Finding(
                     "dangling_link",
                     rec.path,
-                    f"{rec.label} {rel['type'].replace('_', ' ')} {rel['target']}, "
+                    f"{where}{rec.label} {rel['type'].replace('_', ' ')} {rel['target']}, "
                     "which is not a record of the folder",
                 )
             )

@@ -49,6 +49,8 @@ STATUS_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "accepts",
             "accepting",
             "partially accepted",
+            "partially implemented",
+            "partly implemented",
             "approved",
             "approve",
             "approves",
@@ -67,6 +69,7 @@ STATUS_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "completed",
             "amended",
             "supplemented",
+            "merged",
             "akzeptiert",
             "angenommen",
             "accepté",
@@ -102,6 +105,7 @@ STATUS_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "suggested",
             "planned",
             "rfc",
+            "tbd",
             "new",
             "vorgeschlagen",
             "proposé",
@@ -224,6 +228,12 @@ _REL_TYPE = {
 ADR_TOKEN = r"\badr[-_ #]*\d{1,6}\b"
 _TOKEN_RE = re.compile(ADR_TOKEN + r"|#\d{1,6}\b", re.I)
 
+# "Parts of this ADR were superseded by [X]": a "superseded by" with a word of
+# part earlier in its sentence is a partial supersession.
+_PART_BEFORE_RE = re.compile(
+    r"\b(?:parts?|portions?|sections?|partially|partly|in\s+part)\b(?![^.;]*[.;]\s)", re.I
+)
+
 _PLACEHOLDER = "\ue000"
 _PLACEHOLDER_RE = re.compile(f"{_PLACEHOLDER}(\\d+){_PLACEHOLDER}")
 _TRIM = " \t*_`.,;:()\"'!?"
@@ -307,28 +317,57 @@ def classify(value: str, rel_dir: str) -> Declaration:
     head = plain[: matches[0].start()] if matches else plain
     cls = status_word(head)
     decl = Declaration(cls)
-    if cls is None and matches:
-        kind = matches[0].lastgroup
-        decl.cls = SUPERSEDED if kind == "sb" else PARTIAL if kind == "psb" else None
+    kinds = [_kind(plain, m, matches[i - 1].end() if i else 0) for i, m in enumerate(matches)]
+    if matches and (cls is None or cls in (LIVE, DEPRECATED)):
+        # "superseded by X" alone, or after an earlier stage in the same value
+        # ("Implemented. Superseded by [ADR-013]"): a later stage of the lifecycle wins.
+        later = next((k for k in kinds if k in ("sb", "psb")), None)
+        if later is not None:
+            decl.cls = SUPERSEDED if later == "sb" else PARTIAL
+        elif cls is None:
+            decl.cls = None
     for i, m in enumerate(matches):
         end = matches[i + 1].start() if i + 1 < len(matches) else len(plain)
         segment = plain[m.end() : end]
         refs = [links[int(n)] for n in _PLACEHOLDER_RE.findall(segment)]
         if not refs:
             refs = token_refs(_PLACEHOLDER_RE.sub(" ", segment))
-        decl.relations.extend((_REL_TYPE[m.lastgroup or "sb"], r) for r in refs)
+        decl.relations.extend((_REL_TYPE[kinds[i]], r) for r in refs)
     if cls in (SUPERSEDED, PARTIAL):
         # "⌛️ Superseded [0019](0019-x.md)": a link right after the word, no "by".
         decl.loose_links = [links[int(n)] for n in _PLACEHOLDER_RE.findall(head)]
     return decl
 
 
+def _kind(plain: str, m: re.Match[str], start: int) -> str:
+    """The relation group ``m`` matched; a plain "superseded by" counts as partial
+    when its sentence says so before it ("Parts of this ADR were superseded by")."""
+    kind = m.lastgroup or "sb"
+    if kind == "sb" and _PART_BEFORE_RE.search(plain, max(start, m.start() - 120), m.start()):
+        return "psb"
+    return kind
+
+
 def _is_template(plain: str) -> bool:
-    """An unfilled template lists the choices: ``Accepted | Pending | Superseded by``."""
-    return (
+    """An unfilled template lists the choices: ``Accepted | Pending | Superseded by``, or
+    ``RFC by dd/mm/YYYY, Proposed, In Discussion, ..., Accepted, Deprecated`` (three
+    or more different statuses in a comma list)."""
+    if (
         "|" in plain
         and sum(status_word(p) not in (None, UNRECOGNISED) for p in plain.split("|")) > 1
-    )
+    ):
+        return True
+    if plain.count(",") < 2:
+        return False
+    classes = {status_word(p) for p in plain.split(",")}
+    return len(classes - {None, UNRECOGNISED}) >= 3
+
+
+def opens_with_relation(unit: str) -> bool:
+    """Whether a line opens with a relation word (``Supersedes [X](x.md)``): how a
+    log4brains ``## Links`` item declares one; a sentence that only mentions one
+    further on ("[X](x.md) also ... supersedes ADR 26") declares nothing."""
+    return _REL_RE.match(re.sub(r"^[\W\d_]+", "", unit)) is not None
 
 
 def status_units(lines: list[str]) -> list[str]:

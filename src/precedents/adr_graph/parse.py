@@ -16,11 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from precedents import markdown
 from precedents.adr_graph import text as tx
 from precedents.adr_graph.declaration import (
     ADR_TOKEN,
     Declaration,
     classify,
+    opens_with_relation,
     status_line,
     status_units,
     status_word,
@@ -73,8 +75,12 @@ _PROSE_SUPERSEDED_BY = re.compile(
 _SUPER_RE = re.compile(r"\bsuper[sc]ed", re.I)
 _PARTIAL_BEFORE = re.compile(r"\b(?:partially|partly|in\s+part)\s+$", re.I)
 _NEGATION_RE = re.compile(r"\b(?:not|never|no\s+longer)\b|n't\b", re.I)
+# The clause before a prose "supersedes": another record named there is its subject.
+_CLAUSE_BREAK_RE = re.compile(r"[,;:!?]|\.(?:\s|$)|\n\s*\n")
+_OTHER_ADR_RE = re.compile(ADR_TOKEN + r"|\]\(", re.I)
 _FIELD_RE = re.compile(
-    r"^\s*(?:[-*+]\s+)?(?:\*\*|__)?(?P<key>status|date|component|deciders|decision[- ]makers)"
+    r"^\s*(?:[-*+]\s+)?(?:\*\*|__)?(?P<key>status|statut|estado|date|component|deciders"
+    r"|decision[- ]makers)"
     r"(?:\*\*|__)?\s*:(?:\*\*|__)?(?P<value>.*)$",
     re.I,
 )
@@ -86,9 +92,34 @@ _MADR_HEADINGS = re.compile(
 # Sections whose first paragraph may say what the record does to earlier ones.
 _SECTION_RE = re.compile(r"^[\W\d_]*(context|decision)\b", re.I)
 _TITLE_NUMBER_RE = re.compile(
-    r"^(?:adr[-_ #]*(?:\d+|x+|n+)\s*[.:)\-–—]?\s*|\d+\s*[.:)\-–—]\s*)",
+    r"^(?:adr[-_ #]*(?:\d+|x+|n+)\s*[.:)\-–—]?\s*|adr\s*[:\-–—]\s+|\d+\s*[.:)\-–—]\s*)",
     re.I,
 )
+# A title wholly in emphasis ("# **ADR 12 “X”**"): the marks are not the title.
+_TITLE_EMPHASIS_RE = re.compile(r"^(\*\*|__)(?P<t>.+)\1$")
+# "#46. Generalize EventBus": a title line without the space CommonMark wants.
+_LOOSE_H1_RE = re.compile(r"^#(?![#!\s])(?P<t>\S.*)$")
+# A table row of metadata ("| Status | Approved |", ">| Status | `RFC` |"): NATS,
+# Open Data Hub and NHS England write a record's fields as a table under its title.
+_TABLE_FIELD_RE = re.compile(
+    r"^\s*>?\s*\|\s*(?:\*\*|__)?(?P<key>status|statut|estado|date|component"
+    r"|supersedes|superseded[ \t]+by|amends|amended[ \t]+by)(?:\*\*|__)?\s*:?\s*"
+    r"(?:\*\*|__)?\s*\|(?P<value>[^|]*)\|",
+    re.I,
+)
+_TABLE_RELATIONS = {
+    "supersedes": SUPERSEDES,
+    "superseded by": SUPERSEDED_BY,
+    "amends": AMENDS,
+    "amended by": AMENDED_BY,
+}
+_URL_RE = re.compile(r"^[a-z][a-z0-9+.-]*://\S+$", re.I)
+# Table and field values that say "none".
+_NONE_VALUES = {"", "n/a", "na", "none", "-", "—", "–", "nil", "null"}
+# A file named as a template ("adr-template", "_template", "ADR-nnn_..._Template").
+_TEMPLATE_NAME_RE = re.compile(r"(?:^|[-_. ])template$", re.I)
+# Front matter keys a status is written under, in the languages read.
+_FM_STATUS_KEYS = ("status", "adr_status", "state", "statut", "estado", "stato")
 
 
 def _is_status_heading(text: str) -> tuple[bool, str]:
@@ -96,16 +127,20 @@ def _is_status_heading(text: str) -> tuple[bool, str]:
     (``## Status: Accepted``)."""
     bare = text.strip().strip("*_").strip()
     low = bare.lower()
-    if low in ("status", "decision status", "current status"):
+    if low in ("status", "decision status", "current status", "statut", "estado"):
         return True, ""
-    if low.startswith("status:"):
+    if low.startswith(("status:", "statut:", "estado:")):
         return True, bare.split(":", 1)[1].strip()
     return False, ""
 
 
-def _strip_title(title: str) -> str:
-    """Title without its number prefix ("3. ", "ADR031: ") or a bracketed status prefix."""
+def _strip_title(title: str, number: int | None = None) -> str:
+    """Title without its number prefix ("3. ", "ADR031: ", "ADR: ", "10 " when the
+    record is number 10), a bracketed status prefix, or emphasis around all of it."""
     t = title.strip()
+    m = _TITLE_EMPHASIS_RE.match(t)
+    if m and "**" not in m.group("t") and "__" not in m.group("t"):
+        t = m.group("t").strip()
     if t.startswith("[") and status_word(t[1:40]) not in (None, UNRECOGNISED):
         depth = 0
         for i, ch in enumerate(t):
@@ -114,6 +149,9 @@ def _strip_title(title: str) -> str:
             if depth == 0:
                 t = t[i + 1 :].strip()
                 break
+    bare = re.match(r"^0*(\d{1,6})\s+(?=\S)", t)
+    if bare and number is not None and int(bare.group(1)) == number:
+        return t[bare.end() :].strip() or t
     return _TITLE_NUMBER_RE.sub("", t, count=1).strip() or t
 
 
@@ -209,7 +247,7 @@ def _parse(text: str, rel_path: str) -> ParsedAdr | None:
     clean = tx.strip_comments(body)
     lines = clean.split("\n")
     headings, fenced = tx.scan(lines)
-    title = _title(headings, fm, rel_path)
+    title = _title(headings, lines, fenced, fm, rel_path, number)
     if fm:
         _read_front_matter(fm, reading)
     _read_preamble(lines, headings, fenced, reading)
@@ -224,12 +262,20 @@ def _parse(text: str, rel_path: str) -> ParsedAdr | None:
         title_src = "" if title == stem else title
         _read_text_relations(title_src, lines, headings, fenced, reading, number)
     cls, declared, implicit = _declared_class(reading, broken=fm_error is not None)
+    if (number is None or number == 0) and _TEMPLATE_NAME_RE.search(_stem(rel_path)):
+        # "0000-adr-template.md", "ADR-nnn_..._Template.md": a template, whatever
+        # status it carries as an example ("Status: **Proposed**").
+        if cls != TEMPLATE:
+            reading.warnings.append(f"{rel_path}: a template (named so), not a decision")
+        cls, implicit = TEMPLATE, False
     if cls == UNRECOGNISED and declared is not None:
         line = status_line(text, declared)
         reading.warnings.append(unrecognised_warning(rel_path, line, declared))
     if rid is None:
         # No number and no id: an ADR only if it declares a real status.
-        if cls in (NO_STATUS, TEMPLATE, UNRECOGNISED, UNREADABLE) or implicit:
+        # An unrecognised status word still makes it a record (``adr check``
+        # reports the word): a file with a Status field is an ADR.
+        if cls in (NO_STATUS, TEMPLATE, UNREADABLE) or implicit:
             return None
         rid = rel_path.rsplit(".", 1)[0]
     return ParsedAdr(
@@ -249,6 +295,11 @@ def _parse(text: str, rel_path: str) -> ParsedAdr | None:
     )
 
 
+def _stem(rel_path: str) -> str:
+    """A file's name without its folder and extension."""
+    return rel_path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+
+
 def _identity(rel_path: str, fm: dict[str, Any] | None) -> tuple[str | None, int | None]:
     """Id and number: from the file name, else from front matter ``id:``.
 
@@ -263,13 +314,34 @@ def _identity(rel_path: str, fm: dict[str, Any] | None) -> tuple[str | None, int
     return rid, number
 
 
-def _title(headings: list[tx.Heading], fm: dict[str, Any] | None, rel_path: str) -> str:
+def _title(
+    headings: list[tx.Heading],
+    lines: list[str],
+    fenced: set[int],
+    fm: dict[str, Any] | None,
+    rel_path: str,
+    number: int | None,
+) -> str:
     """The first level-1 heading (number prefix dropped), else front matter ``title:``,
-    else the file's stem: a record always has something to be shown as."""
+    else a first line ``#Title`` without the space, else the file's stem: a record
+    always has something to be shown as.
+
+    A level-1 heading that comes after a level-2 one is a section written one
+    level too high (Docusaurus records keep their title in front matter and
+    may use ``# Decision`` in the body): front matter ``title:`` wins over it.
+    """
     h1 = next((h for h in headings if h.level == 1), None)
-    title = _strip_title(h1.text) if h1 else ""
-    if not title and fm and isinstance(fm.get("title"), str):
-        title = fm["title"].strip()
+    fm_title = fm.get("title") if fm else None
+    has_fm_title = isinstance(fm_title, str) and fm_title.strip() != ""
+    late = has_fm_title and h1 is not None and headings[0].line < h1.line
+    title = _strip_title(h1.text, number) if h1 and not late else ""
+    if not title and isinstance(fm_title, str):
+        title = _strip_title(markdown.one_line(fm_title), number)
+    if not title:
+        first = next((i for i, ln in enumerate(lines) if ln.strip() and i not in fenced), None)
+        m = _LOOSE_H1_RE.match(lines[first].strip()) if first is not None else None
+        if m:
+            title = _strip_title(m.group("t"), number)
     return title or rel_path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
 
 
@@ -279,7 +351,7 @@ def _read_front_matter(fm: dict[str, Any], reading: _Reading) -> None:
     Read first, so a front matter status is the one "as written" when the body
     says something else too.
     """
-    for key in ("status", "adr_status", "state"):
+    for key in _FM_STATUS_KEYS:
         values = _fm_values(fm.get(key))
         if values:
             reading.decls.append((values[0], classify(values[0], reading.rel_dir)))
@@ -311,7 +383,10 @@ def _read_preamble(
     for i in range(start, first_h2):
         if i in fenced:
             continue
-        m = _FIELD_RE.match(lines[i])
+        line = lines[i]
+        if "|" in line and _read_table_field(line, reading):
+            continue
+        m = _FIELD_RE.match(line)
         if not m:
             continue
         key, value = m.group("key").lower(), m.group("value").strip()
@@ -323,6 +398,32 @@ def _read_preamble(
             reading.component = value
         elif key in ("deciders", "decision-makers", "decision makers"):
             reading.is_madr = True
+
+
+def _read_table_field(line: str, reading: _Reading) -> bool:
+    """One metadata table row (``| Status | Approved |``, ``| Superseded by | [X](x.md) |``);
+    False when the line is not such a row."""
+    m = _TABLE_FIELD_RE.match(line)
+    if m is None:
+        return False
+    key = re.sub(r"\s+", " ", m.group("key").lower())
+    value = m.group("value").strip()
+    if value.strip("`*_ ").lower() in _NONE_VALUES:
+        return True
+    if key in ("status", "statut", "estado"):
+        reading.declare(value)
+    elif key == "date" and reading.date is None:
+        reading.date = tx.clean_date(value.strip("`"))
+    elif key == "component" and reading.component is None:
+        reading.component = value.strip("`")
+    elif key in _TABLE_RELATIONS:
+        bare = value.strip("`<> ")
+        refs = reading.links(value) or (
+            [Ref("url", bare, bare)] if _URL_RE.match(bare) else token_refs(bare)
+        )
+        kind = _TABLE_RELATIONS[key]
+        reading.relations.extend(RawRelation(kind, r, "status") for r in refs)
+    return True
 
 
 def _read_sections(
@@ -343,9 +444,15 @@ def _read_sections(
         section = [
             ln for i, ln in enumerate(lines[h.line + 1 : end], h.line + 1) if i not in fenced
         ]
+        if is_status and any(ln.strip() and not ln.lstrip().startswith(">") for ln in section):
+            # The template's instructions quoted above the value ("> A decision may be
+            # 'proposed' if ...", cometbft, hermes): guidance, not the status.
+            section = [ln for ln in section if not ln.lstrip().startswith(">")]
         units = ([inline] if inline else []) + status_units(section)
         if is_links:
             for unit in units:
+                if not opens_with_relation(unit):
+                    continue
                 for rel_type, ref in classify(unit, reading.rel_dir).relations:
                     reading.relations.append(RawRelation(rel_type, ref, "links"))
         else:
@@ -402,11 +509,12 @@ def _read_prose(
     The successor's own words count (if it is accepted: the rule decides); a
     "superseded by [X]" sentence is kept only as a fallback successor.
     """
-    prose = "\n".join(ln for i, ln in enumerate(lines) if i not in fenced) if fenced else clean
-    low = prose.lower() if fenced else low  # ``low`` is ``clean`` in lower case
     # str.find is far faster than a case-insensitive regex; most records never
-    # mention supersession, so gate the regex on a plain substring test.
-    hits = _SUPER_RE.finditer(prose) if "supersed" in low or "superced" in low else ()
+    # mention supersession, so gate everything on a plain substring test.
+    if "supersed" not in low and "superced" not in low:
+        return
+    prose = "\n".join(ln for i, ln in enumerate(lines) if i not in fenced) if fenced else clean
+    hits = _SUPER_RE.finditer(prose)
     for hit in hits:
         at = hit.start()
         m = _PROSE_SUPERSEDES.match(prose, at)
@@ -414,6 +522,9 @@ def _read_prose(
             before = prose[max(0, at - 30) : at]
             if _NEGATION_RE.search(before):
                 continue
+            clause = _CLAUSE_BREAK_RE.split(prose[max(0, at - 200) : at])[-1]
+            if _OTHER_ADR_RE.search(clause):
+                continue  # "[ADR 35](...) also ... supersedes ADR 26": said of another record
             kind = PARTIALLY_SUPERSEDES if _PARTIAL_BEFORE.search(before) else SUPERSEDES
             reading.relations.append(RawRelation(kind, _prose_ref(m, reading.rel_dir), "prose"))
             continue
@@ -539,6 +650,12 @@ def _merge(
         return NO_STATUS, None
     declared = decls[0][0].strip()
     classes = {d.cls for _, d in decls if d.cls is not None}
+    if UNRECOGNISED in classes and len(classes) > 1 and TEMPLATE not in classes:
+        # A Status section of prose ("While this is marked `accepted`, ...") under a
+        # record whose status field says "Implemented": no contradiction, the
+        # recognised declaration stands.
+        classes.discard(UNRECOGNISED)
+        declared = next(v.strip() for v, d in decls if d.cls in classes)
     if TEMPLATE in classes:
         warnings.append(f"{rel_path}: status is an unfilled template ({declared!r})")
         return TEMPLATE, declared

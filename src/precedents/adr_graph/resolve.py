@@ -18,6 +18,8 @@ from precedents.adr_graph.model import ParsedAdr, Ref, Target, label_for
 
 _TEXT_NUMBER_RE = re.compile(r"^\s*(?:adr)?[-_ #]*(\d{1,6})\b", re.I)
 _EMPHASIS_RE = re.compile(r"[`*_]+")
+# A link to a file has an extension; "/adr/23" (a documentation site's route) has none.
+_FILE_SUFFIX_RE = re.compile(r"\.[A-Za-z0-9]{1,10}$")
 
 
 def _norm_title(title: str) -> str:
@@ -87,6 +89,10 @@ class Resolver:
             number, digits = tx.href_number(ref.value)
             rid = self._by_number(number) or self._by_words(ref.text)
             if rid:
+                if not _FILE_SUFFIX_RE.search(ref.value):
+                    # A site route ("/adr/23"), not a file that was renamed: the
+                    # record it names is the successor, shown by its own path.
+                    return self.record(rid, self.parsed[rid].path)
                 return self.record(rid, ref.value, by_number=True)
             name = ref.value.rsplit("/", 1)[-1]
             return Target("missing", ref.value, label=f"ADR-{digits}" if digits else name)

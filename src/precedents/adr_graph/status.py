@@ -271,20 +271,22 @@ def _ends(rid: str, edges: Mapping[str, list[Target]], status: Mapping[str, str]
 def _mark(d: Decision) -> str:
     """The mark the agent sees (SPEC §4 table); '' for a live record."""
     if d.status in (SUPERSEDED, PARTIAL):
+        # A successor the folder does not hold is never named: the agent could not
+        # open it. The record stays superseded; `adr check` reports the broken link.
         names = []
+        missing = False
         for t in d.ends:
             if t.kind == "missing":
-                names.append(f"{t.label} (missing)")
+                missing = True
             elif t.kind == "external":
                 names.append("external")
             else:
                 names.append(t.label + _END_NOTE.get(d.end_status.get(t.id or "", LIVE), ""))
         head = "⚠️superseded" if d.status == SUPERSEDED else "△partially superseded"
-        return (
-            f"{head} → {', '.join(dict.fromkeys(names))}"
-            if names
-            else f"{head} (successor not named)"
-        )
+        if names:
+            more = " (another successor missing)" if missing else ""
+            return f"{head} → {', '.join(dict.fromkeys(names))}{more}"
+        return f"{head} (successor missing)" if missing else f"{head} (successor not named)"
     return {
         LIVE: "",
         PROPOSED: "△proposed (not approved)",

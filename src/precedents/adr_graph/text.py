@@ -28,7 +28,15 @@ LINK_RE = re.compile(LINK_PATTERN)
 _ATX_RE = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _SETEXT_H1_RE = re.compile(r"^\s{0,3}=+\s*$")
 _SCHEME_RE = re.compile(r"^[a-z][a-z0-9+.-]*:", re.I)
-_DATE_PREFIX_RE = re.compile(r"^(?:19|20)\d\d(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])(?=[-_])")
+# A date (or timestamp) a file name opens with: log4brains' ``20200924-slug``,
+# ``2021-06-05_001-slug`` (Docusaurus), ``2020_03_03_topic`` (Sylius),
+# ``20240516132303-slug`` (a MADR tool's timestamp). It is not an ADR number.
+_DATE_PREFIX_RE = re.compile(
+    r"^(?:19|20)\d\d(?P<sep>[-_]?)(?:0[1-9]|1[0-2])(?P=sep)(?:0[1-9]|[12]\d|3[01])"
+    r"(?:[T_-]?\d{4}(?:\d\d)?)??(?=[-_])"
+)
+# After such a date, a number of its own: ``2021-06-05_001-slug`` is ADR 001.
+_NUM_AFTER_DATE_RE = re.compile(r"[-_](\d{1,6})(?=[-_.]|$)")
 _NUM_PREFIX_RE = re.compile(r"^(?:adr[-_ ]?)?(\d{1,6})(?=$|[-_. ])", re.I)
 _TOKEN_NUM_RE = re.compile(r"^(?:adr)?[-_ #]*0*(\d{1,6})$", re.I)
 
@@ -137,12 +145,18 @@ def file_id(rel_path: str) -> tuple[str | None, int | None]:
 
     log4brains names files ``YYYYMMDD-slug.md``: the date is not a number (two
     records share one), so the id is the slug, prefixed with the package name
-    for the ``packages/<name>/`` folders of a monorepo, as log4brains does.
+    for the ``packages/<name>/`` folders of a monorepo, as log4brains does. The
+    same holds for ``YYYY_MM_DD_topic`` and timestamps; a number right after the
+    date (``2021-06-05_001-slug``) is the record's number.
     Returns ``(None, None)`` for a name without a number.
     """
     parts = rel_path.split("/")
     stem = parts[-1].rsplit(".", 1)[0]
-    if _DATE_PREFIX_RE.match(stem):
+    date = _DATE_PREFIX_RE.match(stem)
+    if date:
+        after = _NUM_AFTER_DATE_RE.match(stem, date.end())
+        if after:
+            return after.group(1), int(after.group(1))
         dirs = parts[:-1]
         if "packages" in dirs:
             i = dirs.index("packages")
@@ -164,8 +178,10 @@ def number_of(token: str) -> int | None:
 def href_number(value: str) -> tuple[int | None, str | None]:
     """Number and its digits as written from a link's file name (``ADR028-docker-tools.md``)."""
     stem = value.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    if _DATE_PREFIX_RE.match(stem):
-        return None, None
+    date = _DATE_PREFIX_RE.match(stem)
+    if date:
+        after = _NUM_AFTER_DATE_RE.match(stem, date.end())
+        return (int(after.group(1)), after.group(1)) if after else (None, None)
     m = _NUM_PREFIX_RE.match(stem)
     return (int(m.group(1)), m.group(1)) if m else (None, None)
 
