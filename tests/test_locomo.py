@@ -18,6 +18,7 @@ from types import ModuleType
 import pytest
 
 from precedents.chunking import conversation_chunks, parse_conversation
+from precedents.embedding import canonical_model_id
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "locomo-mini.json"
@@ -175,7 +176,7 @@ def test_real_path_ranks_the_answering_session_first(tmp_path: Path, embedder: o
     assert rows["4 single-hop"]["fraction"]["1"] == 1.0
     assert rows["1-5 (all)"]["fraction"]["10"] == 1.0  # every session of a conversation is in
     summary = le.summary(FIXTURE.read_bytes(), run, [1, 10], 0.0)
-    assert summary["model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert summary["model"] == canonical_model_id("sentence-transformers/all-MiniLM-L6-v2")
     assert summary["questions"] == 8
 
 

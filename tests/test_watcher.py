@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 from precedents.config import DEFAULT_MODEL, load_settings
+from precedents.embedding import canonical_model_id
 from precedents.recall import search
 from precedents.runlock import read_pid
 from precedents.sources import Sources
@@ -343,7 +344,7 @@ def test_watch_command_runs_until_sigterm(home: Path, tmp_path: Path) -> None:
     settings = load_settings()
     # A store that records the bundled model: the command opens it without loading the model,
     # and an empty folder gives it nothing to embed, so this test stays fast.
-    Store(settings.index_dir, DEFAULT_MODEL, 384)
+    Store(settings.index_dir, canonical_model_id(DEFAULT_MODEL), 384)
     cmd = [sys.executable, "-m", "precedents.watcher"]
     cmd += ["--notes", str(notes), "--project", str(tmp_path)]
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=os.environ.copy())

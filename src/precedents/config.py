@@ -50,6 +50,18 @@ MODEL_THRESHOLDS: dict[str, Thresholds] = {
 }
 
 
+def base_model_id(model_id: str) -> str:
+    """The model a runtime variant computes: ``X#onnx-int8`` -> ``X``.
+
+    The bundled MiniLM on ONNX Runtime (int8) is recorded in the store as
+    ``sentence-transformers/all-MiniLM-L6-v2#onnx-int8`` so its vectors are never
+    mixed with the fp32 ones, but its cosines match them to within ~0.005
+    (docs/runtime.md): the thresholds and the learned relevance tuned on the
+    base model apply to it unchanged.
+    """
+    return model_id.partition("#")[0]
+
+
 def default_state_dir() -> Path:
     """The platform's state folder, before ``PRECEDENTS_HOME`` is considered."""
     if sys.platform == "darwin":
@@ -97,6 +109,9 @@ class Settings:
     home: Path
     model: str = DEFAULT_MODEL
     device: str = "auto"
+    # How the bundled MiniLM runs: auto (int8 on ONNX Runtime when installed),
+    # onnx, or torch (sentence-transformers, fp32). Other models ignore it.
+    runtime: str = "auto"
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     max_conversation_bytes: int = DEFAULT_MAX_CONVERSATION_BYTES
     claude_dir: Path = field(default_factory=claude_dir)
@@ -109,6 +124,9 @@ class Settings:
     discover_claude: bool = True
     idle_timeout_s: float = 6 * 3600
     hook_budget_ms: float = 300.0
+    # The daemon's HTTP listener for Claude Code's `type: "http"` hook, on
+    # 127.0.0.1 only; 0 = off (`install-hook --http` records one).
+    http_port: int = 0
     thresholds: Mapping[str, Thresholds] = field(default_factory=lambda: dict(MODEL_THRESHOLDS))
 
     @property
@@ -132,8 +150,14 @@ class Settings:
         return self.home / "cache"
 
     def thresholds_for(self, model: str | None = None) -> Thresholds:
-        """Selection thresholds for ``model`` (default: the configured one)."""
-        return self.thresholds.get(model or self.model, Thresholds())
+        """Selection thresholds for ``model`` (default: the configured one).
+
+        A runtime variant (``X#onnx-int8``) has its own entry only if the config
+        gives it one; otherwise it gets its base model's (:func:`base_model_id`).
+        """
+        name = model or self.model
+        found = self.thresholds.get(name) or self.thresholds.get(base_model_id(name))
+        return found or Thresholds()
 
     def with_overrides(self, **changes: Any) -> Settings:
         """A copy with the given fields replaced (None values are ignored)."""
@@ -148,9 +172,11 @@ NOT_FILE_KEYS = frozenset({"home"})
 ENV_VARS: dict[str, tuple[str, ...]] = {
     "model": ("PRECEDENTS_MODEL",),
     "device": ("PRECEDENTS_DEVICE",),
+    "runtime": ("PRECEDENTS_RUNTIME",),
     "max_file_bytes": ("PRECEDENTS_MAX_FILE_BYTES",),
     "idle_timeout_s": ("PRECEDENTS_IDLE_TIMEOUT_S",),
     "hook_budget_ms": ("PRECEDENTS_HOOK_BUDGET_MS",),
+    "http_port": ("PRECEDENTS_HTTP_PORT",),
     "claude_dir": ("PRECEDENTS_CLAUDE_DIR", "CLAUDE_CONFIG_DIR"),
 }
 

