@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import socket
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from precedents.cli.common import JsonOpt, add_commands, print_json
-from precedents.config import load_settings
+from precedents.config import CONFIG_FILE, Settings, load_settings
 from precedents.errors import UsageError
 
 
@@ -91,6 +94,14 @@ def install_hook(
     form: Annotated[
         str, typer.Option("--form", help="auto (ask `claude --version`), exec or shell.")
     ] = "auto",
+    http: Annotated[
+        bool,
+        typer.Option(
+            "--http",
+            help="UserPromptSubmit as an http hook to the daemon on 127.0.0.1 "
+            "(Claude Code 2.1.63+); records http_port in the config if unset.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Register the UserPromptSubmit and SessionStart hooks without the plugin.
@@ -110,11 +121,18 @@ def install_hook(
     path = settings_path(project, settings.claude_dir, shared=shared)
     # Only a budget other than the hook's own default goes into its arguments.
     budget = settings.hook_budget_ms
+    url = None
+    if http and not uninstall:
+        from precedents.hook.install import check_http_support
+
+        check_http_support()  # before anything is written
+        url = _http_setup(settings)
     report = install(
         path,
         uninstall=uninstall,
         exec_form=None if form == "auto" else form == "exec",
         budget_ms=None if budget == PROMPT_BUDGET_MS else budget,
+        http_url=url,
     )
     if report.action == "installed" and plugin_enabled(settings.claude_dir):
         typer.echo(
@@ -132,13 +150,69 @@ def install_hook(
     if as_json:
         print_json(report.to_json())
         return
+    if url is not None:
+        _http_notes(settings, url)
+    kind = "http" if report.http else "exec" if report.exec_form else "shell"
     messages = {
-        "installed": f"hooks registered in {path} ({'exec' if report.exec_form else 'shell'} form)",
+        "installed": f"hooks registered in {path} ({kind} form)",
         "unchanged": f"hooks already registered in {path}",
         "uninstalled": f"removed {report.removed} precedents hook(s) from {path}",
         "absent": f"no precedents hooks in {path}",
     }
     typer.echo(messages[report.action])
+
+
+def _http_setup(settings: Settings) -> str:
+    """The http hook's URL: ``http_port`` (picked and recorded in config.toml when unset);
+    the per-install secret is created if missing."""
+    from precedents.query_daemon.http import ensure_secret, hook_url, pick_port
+
+    port = settings.http_port
+    if not port:
+        port = pick_port()
+        record_http_port(settings.home / CONFIG_FILE, port)
+    ensure_secret(settings.home)
+    return hook_url(port)
+
+
+def record_http_port(config: Path, port: int) -> None:
+    """Add ``http_port = N`` to config.toml, above its first table, leaving the rest as it is."""
+    try:
+        lines = config.read_text(encoding="utf-8").splitlines(keepends=True)
+    except FileNotFoundError:
+        lines = []
+    at = next((i for i, line in enumerate(lines) if line.lstrip().startswith("[")), len(lines))
+    if at and not lines[at - 1].endswith("\n"):
+        lines[at - 1] += "\n"
+    lines.insert(at, f"http_port = {port}\n")
+    config.parent.mkdir(parents=True, exist_ok=True)
+    tmp = config.with_name(config.name + ".precedents-tmp")
+    tmp.write_text("".join(lines), encoding="utf-8")
+    os.replace(tmp, config)
+
+
+def _http_notes(settings: Settings, url: str) -> None:
+    """What the user still has to do: the token in Claude Code's environment, a daemon restart."""
+    from precedents.query_daemon.http import TOKEN_ENV, ensure_secret, secret_path
+    from precedents.query_daemon.server import status as server_status
+
+    if os.environ.get(TOKEN_ENV) != ensure_secret(settings.home):
+        typer.echo(
+            f"note: Claude Code must see {TOKEN_ENV}; add to your shell profile "
+            f'(the secret stays in its 0600 file): export {TOKEN_ENV}="$(cat '
+            f'{shlex.quote(str(secret_path(settings.home)))})"',
+            err=True,
+        )
+    port = int(url.rsplit(":", 1)[1].split("/", 1)[0])
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.settimeout(0.5)
+        listening = probe.connect_ex(("127.0.0.1", port)) == 0
+    if not listening and server_status(settings.run_dir)["running"]:
+        typer.echo(
+            "note: the running daemon has no HTTP listener yet; restart it "
+            "(`precedents serve --stop`; the next session's hook starts it again)",
+            err=True,
+        )
 
 
 def register(app: typer.Typer) -> None:

@@ -20,6 +20,14 @@ no shell, no console-script wrapper, no site-packages scan on the hot path.
   event lists that only held them).
 - A settings.json that is not valid JSON, or whose ``hooks`` is not the shape
   Claude Code uses, is reported and left untouched.
+- ``http_url`` (``install-hook --http``): UserPromptSubmit becomes a
+  ``"type": "http"`` hook POSTing to the daemon (Claude Code 2.1.63 and later;
+  refused otherwise). Its token header names ``$PRECEDENTS_HTTP_TOKEN`` and
+  lists it in ``allowedEnvVars``: the secret itself is never written into a
+  settings file. SessionStart stays a command hook: Claude Code skips HTTP
+  hooks for SessionStart (checked in 2.1.332), and that hook is also what
+  starts the daemon when it is down. Our http entries are recognised by their
+  token header, so switching forms replaces the old entries.
 """
 
 from __future__ import annotations
@@ -40,7 +48,12 @@ from precedents.errors import UsageError
 EVENTS = {"UserPromptSubmit": "prompt", "SessionStart": "session"}
 TIMEOUT_S = 5
 ARGS_SINCE = (2, 1, 139)
+# Claude Code's changelog: "Added HTTP hooks" in 2.1.63.
+HTTP_SINCE = (2, 1, 63)
 LAUNCHER_MARK = "precedents/hook/launch.py"
+# Kept equal to query_daemon.http's (the hook package imports no daemon module).
+TOKEN_HEADER = "X-Precedents-Token"
+TOKEN_ENV = "PRECEDENTS_HTTP_TOKEN"
 
 
 def launcher_path() -> Path:
@@ -80,10 +93,24 @@ def hook_entry(
     return {"type": "command", "command": command, "timeout": TIMEOUT_S}
 
 
+def http_entry(url: str) -> dict[str, Any]:
+    """The ``"type": "http"`` handler: the token comes from the environment, never literally."""
+    return {
+        "type": "http",
+        "url": url,
+        "timeout": TIMEOUT_S,
+        "headers": {TOKEN_HEADER: f"${TOKEN_ENV}"},
+        "allowedEnvVars": [TOKEN_ENV],
+    }
+
+
 def is_ours(handler: Any) -> bool:
-    """Whether a hook handler is one precedents installed (by the launcher in it)."""
+    """Whether a hook handler is one precedents installed (by the launcher or token header)."""
     if not isinstance(handler, dict):
         return False
+    headers = handler.get("headers")
+    if handler.get("type") == "http" and isinstance(headers, dict):
+        return TOKEN_HEADER.lower() in (str(k).lower() for k in headers)
     parts = [handler.get("command", "")]
     args = handler.get("args")
     if isinstance(args, list):
@@ -101,6 +128,7 @@ class InstallReport:
     exec_form: bool = True
     removed: int = 0
     added: list[str] = field(default_factory=list)
+    http: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The ``--json`` shape."""
@@ -110,6 +138,7 @@ class InstallReport:
             "exec_form": self.exec_form,
             "removed": self.removed,
             "added": self.added,
+            "http": self.http,
         }
 
 
@@ -209,13 +238,17 @@ def install(
     uninstall: bool = False,
     claude: str | None = None,
     budget_ms: float | None = None,
+    http_url: str | None = None,
 ) -> InstallReport:
     """Add (or with ``uninstall`` remove) precedents' hooks in the settings file ``path``.
 
     ``exec_form`` None asks ``claude --version`` (``claude``: which executable,
     default the one on PATH): exec form from 2.1.139 on or when the version is
-    unknown, shell form before.
+    unknown, shell form before. ``http_url``: UserPromptSubmit as an http hook
+    to that URL; refused (:class:`UsageError`) unless ``claude --version`` says
+    2.1.63 or later.
     """
+    version = check_http_support(claude) if http_url is not None and not uninstall else None
     data = _read(path)
     before = json.dumps(data, sort_keys=True)
     hooks: dict[str, Any] = dict(data.get("hooks", {}))
@@ -230,26 +263,42 @@ def install(
         _write(path, data)
         return InstallReport(path, "uninstalled", removed=removed)
     if exec_form is None:
-        version = claude_version(claude)
+        version = version or claude_version(claude)
         exec_form = version is None or version >= ARGS_SINCE
     interpreter = python or sys.executable
     added = []
     for event, mode in EVENTS.items():
-        hooks.setdefault(event, []).append(
-            {
-                "hooks": [
-                    hook_entry(
-                        mode,
-                        python=interpreter,
-                        exec_form=exec_form,
-                        budget_ms=budget_ms if mode == "prompt" else None,
-                    )
-                ]
-            }
-        )
+        if http_url is not None and mode == "prompt":
+            entry = http_entry(http_url)
+        else:
+            entry = hook_entry(
+                mode,
+                python=interpreter,
+                exec_form=exec_form,
+                budget_ms=budget_ms if mode == "prompt" else None,
+            )
+        hooks.setdefault(event, []).append({"hooks": [entry]})
         added.append(event)
     data["hooks"] = hooks
+    http = http_url is not None
     if json.dumps(data, sort_keys=True) == before:
-        return InstallReport(path, "unchanged", exec_form, removed, [])
+        return InstallReport(path, "unchanged", exec_form, removed, [], http)
     _write(path, data)
-    return InstallReport(path, "installed", exec_form, removed, added)
+    return InstallReport(path, "installed", exec_form, removed, added, http)
+
+
+def check_http_support(claude: str | None = None) -> tuple[int, ...]:
+    """Claude Code's version when it takes http hooks; else a one-line :class:`UsageError`."""
+    version = claude_version(claude)
+    need = ".".join(map(str, HTTP_SINCE))
+    if version is None:
+        raise UsageError(
+            f"--http: cannot tell Claude Code's version (`claude --version`); "
+            f"http hooks need {need} or later"
+        )
+    if version < HTTP_SINCE:
+        raise UsageError(
+            f"--http: Claude Code {'.'.join(map(str, version))} has no http hooks "
+            f"(they need {need} or later); install without --http"
+        )
+    return version

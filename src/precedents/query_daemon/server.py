@@ -181,6 +181,7 @@ class Daemon:
         self._uid = os.geteuid() if hasattr(os, "geteuid") else None
         self._secret: bytes | None = None
         self._owned: list[Path] = []
+        self._http: Any = None  # the HTTP hook listener (query_daemon.http), when configured
         self.stop_reason = ""
 
     # -- start and stop ------------------------------------------------------------
@@ -271,7 +272,29 @@ class Daemon:
         old.close()
         log.warning("the socket %s was removed or replaced: recreated it", path)
 
+    def _start_http(self) -> None:
+        """The HTTP hook listener on 127.0.0.1:``http_port``, when set (docs/daemon.md).
+
+        A port that cannot be bound is logged and skipped: the socket still serves.
+        """
+        port = self.settings.http_port
+        if not port:
+            return
+        from precedents.query_daemon.http import HttpListener, ensure_secret
+
+        try:
+            listener = HttpListener(port, ensure_secret(self.settings.home), self._dispatch)
+        except (OSError, OverflowError) as exc:
+            log.error("the HTTP hook listener cannot use 127.0.0.1:%s (%s)", port, exc)
+            return
+        listener.start()
+        self._http = listener
+
     def _cleanup(self) -> None:
+        if self._http is not None:
+            with contextlib.suppress(Exception):
+                self._http.stop()
+            self._http = None
         if self._sock is not None:
             with contextlib.suppress(OSError):
                 self._sock.close()
@@ -309,6 +332,7 @@ class Daemon:
         self._claim()
         try:
             self._bind()
+            self._start_http()
             self._install_signals()
             log.info(
                 "daemon %d listening (%s) for %s", os.getpid(), self.transport, self.settings.home
@@ -467,6 +491,12 @@ class Daemon:
             return {"ok": True}
         if op == "query":
             return self._query(request)
+        if op == "status":
+            # Imported here: the daemon answers `ping` before the heavy modules load.
+            from precedents.store.summary import summarize
+
+            store = self.recall.store if self.recall is not None else None
+            return {"ok": store is not None, "summary": summarize(store) if store else None}
         if op == "index":
             return self._index(request)
         if op not in ("context", "session"):

@@ -1,0 +1,307 @@
+"""The daemon's HTTP listener: Claude Code's ``"type": "http"`` hook (docs/daemon.md).
+
+Claude Code (2.1.63 and later) can POST a hook's JSON input to a URL instead of
+running a command, and reads the response body as it reads a command hook's
+stdout: empty, or a JSON object such as
+``{"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": "..."}}``
+(a plain-text body is rejected as "must return JSON"). This module serves that:
+
+- ``POST /hook`` on 127.0.0.1 only (never another address), port
+  ``settings.http_port``; UserPromptSubmit and SessionStart inputs get exactly
+  what the command hook prints for them (:func:`protocol.hook_output`), through
+  the daemon's own dispatch (the same batching worker, the same log line);
+  nothing to say is ``{}``.
+- Authentication: the per-install secret in ``<state>/http.secret`` (0600,
+  :func:`ensure_secret`) must come in the ``X-Precedents-Token`` header; a
+  wrong or missing one is a 403 and nothing is read or answered. A ``Host``
+  that is not 127.0.0.1/localhost is a 403 too (DNS rebinding from a browser).
+- Bad requests get a 4xx and no traceback: another path (404), another method
+  (405), no length (411), over :data:`MAX_BODY_BYTES` (413, the body unread),
+  not a JSON object (400). The prompt is never logged.
+- :meth:`HttpListener.stop` closes the listening socket (the port is free when
+  it returns) and every open connection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import logging
+import os
+import secrets
+import socket
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from precedents import protocol
+from precedents.protocol import (
+    EVENT_PROMPT,
+    EVENT_SESSION,
+    MIN_PROMPT_CHARS,
+    PROTOCOL_VERSION,
+    clip_prompt,
+    hook_output,
+)
+
+log = logging.getLogger("precedents.daemon.http")
+
+HOST = "127.0.0.1"
+PATH = "/hook"
+TOKEN_HEADER = "X-Precedents-Token"
+TOKEN_ENV = "PRECEDENTS_HTTP_TOKEN"
+SECRET_NAME = "http.secret"
+MAX_BODY_BYTES = 5 * 1024 * 1024
+# An idle keep-alive connection is closed after this long.
+CONNECTION_TIMEOUT_S = 10.0
+MAX_CONNECTIONS = 64
+MAX_PATH_CHARS = 4096
+
+Dispatch = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def secret_path(home: Path) -> Path:
+    """Where the HTTP hook's secret lives: ``<state>/http.secret``."""
+    return home / SECRET_NAME
+
+
+def ensure_secret(home: Path) -> str:
+    """The per-install secret (64 hex characters), created 0600 on first use.
+
+    It outlives the daemon (the user's environment holds a copy), so it sits in
+    the state folder, not in ``run/``, which a dying daemon's successor clears.
+    """
+    path = secret_path(home)
+    with contextlib.suppress(FileNotFoundError):
+        text = path.read_text(encoding="ascii").strip()
+        if len(text) == 64:
+            return text
+    home.mkdir(parents=True, exist_ok=True)
+    value = secrets.token_hex(32)
+    tmp = path.with_name(f"{SECRET_NAME}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as fh:
+        fh.write(value + "\n")
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+    return value
+
+
+def request_for(data: dict[str, Any]) -> dict[str, Any] | str | None:
+    """The daemon request for a hook input, as the command hook builds it.
+
+    Returns the request; None when there is nothing to ask (a short prompt);
+    a string saying what is wrong with the input.
+    """
+    event = data.get("hook_event_name")
+    cwd = data.get("cwd")
+    if not isinstance(cwd, str) or not cwd or len(cwd) > MAX_PATH_CHARS:
+        return "cwd missing"
+    if event == EVENT_SESSION:
+        return {"v": PROTOCOL_VERSION, "op": "session", "cwd": cwd}
+    if event != EVENT_PROMPT:
+        return "unsupported hook_event_name"
+    prompt = data.get("prompt")
+    if not isinstance(prompt, str):
+        return "prompt missing"
+    prompt = clip_prompt(prompt)
+    if len(prompt.strip()) < MIN_PROMPT_CHARS:
+        return None
+    return {"v": PROTOCOL_VERSION, "op": "context", "prompt": prompt, "cwd": cwd}
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    # socketserver's default backlog is 5: the 6th of 10 simultaneous connects
+    # had its SYN dropped and waited out the client's 1 s retransmit (measured).
+    request_queue_size = 64
+
+    def __init__(self, port: int, secret: str, dispatch: Dispatch) -> None:
+        self.secret = secret.encode("ascii")
+        self.dispatch = dispatch
+        self.connections: set[socket.socket] = set()
+        self.guard = threading.Lock()
+        super().__init__((HOST, port), _Handler)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"  # keep-alive: a client may reuse its connection
+    # Headers and body go out as two writes: with Nagle on, a kept-alive
+    # connection waited ~40 ms for the client's delayed ACK each time (measured).
+    disable_nagle_algorithm = True
+    timeout = CONNECTION_TIMEOUT_S
+    server_version = "precedents"
+    sys_version = ""
+
+    def setup(self) -> None:
+        super().setup()
+        with self.server.guard:
+            self.server.connections.add(self.connection)
+            crowded = len(self.server.connections) > MAX_CONNECTIONS
+        if crowded:
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+
+    def finish(self) -> None:
+        with contextlib.suppress(OSError):
+            super().finish()
+        with self.server.guard:
+            self.server.connections.discard(self.connection)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # answers are logged by the dispatch; the request line is not
+
+    def log_error(self, format: str, *args: Any) -> None:
+        log.info("http: " + format, *args)
+
+    def _send(self, code: int, body: bytes = b"{}", *, close: bool = False) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        if close:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _refuse(self, code: int, why: str) -> None:
+        """A 4xx; the connection closes (its remainder is not read as more requests)."""
+        self._send(code, protocol.dumps({"error": why}).encode("utf-8"), close=True)
+
+    def _host_ok(self) -> bool:
+        host = (self.headers.get("Host") or "").strip().lower()
+        name, _, port = host.rpartition(":") if not host.startswith("[") else (host, "", "")
+        if not port.isdigit():
+            name = host
+        return name in ("127.0.0.1", "localhost")
+
+    def _authorized(self) -> bool:
+        given = (self.headers.get(TOKEN_HEADER) or "").strip().encode("ascii", "replace")
+        return hmac.compare_digest(given, self.server.secret)
+
+    def do_POST(self) -> None:
+        if self.path.split("?", 1)[0] != PATH:
+            self._refuse(404, "not found")
+            return
+        if not self._host_ok() or not self._authorized():
+            log.warning("http: refused a request (wrong or missing %s, or Host)", TOKEN_HEADER)
+            self._refuse(403, "forbidden")
+            return
+        if self.headers.get("Transfer-Encoding"):
+            self._refuse(411, "length required")
+            return
+        try:
+            length = int(self.headers.get("Content-Length", ""))
+        except ValueError:
+            self._refuse(411, "length required")
+            return
+        if length < 0:
+            self._refuse(400, "bad length")
+            return
+        if length > MAX_BODY_BYTES:
+            self._refuse(413, "too large")
+            return
+        raw = self.rfile.read(length)
+        if len(raw) < length:
+            self.close_connection = True
+            return  # the client went away mid-body
+        try:
+            data = protocol.loads(raw.decode("utf-8"))
+        except ValueError:  # UnicodeDecodeError and too-deep nesting included
+            data = None
+        if not isinstance(data, dict):
+            self._refuse(400, "not a JSON object")
+            return
+        request = request_for(data)
+        if isinstance(request, str):
+            self._refuse(400, request)
+            return
+        body = "{}"
+        if request is not None:
+            answer = self.server.dispatch(request)
+            context = answer.get("context") if answer.get("ok") else None
+            if isinstance(context, str) and context:
+                event = EVENT_SESSION if request["op"] == "session" else EVENT_PROMPT
+                body = hook_output(context, event)
+        self._send(200, body.encode("utf-8"))
+
+    def _not_allowed(self) -> None:
+        self._refuse(405, "method not allowed")
+
+    do_GET = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _not_allowed
+
+
+class HttpListener:
+    """The HTTP hook endpoint of one daemon: bound by the constructor, served by :meth:`start`."""
+
+    def __init__(self, port: int, secret: str, dispatch: Dispatch) -> None:
+        self._server = _Server(port, secret, dispatch)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        """The bound port (the one asked for, or the OS's pick for 0)."""
+        return int(self._server.server_address[1])
+
+    def start(self) -> None:
+        """Serve on a thread of its own."""
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.25},
+            name="http",
+            daemon=True,
+        )
+        self._thread.start()
+        log.info("http hook listening on %s:%d%s", HOST, self.port, PATH)
+
+    def stop(self) -> None:
+        """Stop serving, free the port, close every open connection."""
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join(5)
+            self._thread = None
+        self._server.server_close()
+        with self._server.guard:
+            open_now = list(self._server.connections)
+        for conn in open_now:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+
+
+# `install-hook --http` picks a fixed port below Linux's ephemeral range
+# (32768-60999), so that outgoing connections never happen to hold it.
+PORT_BASE = 27400
+PORT_SPAN = 500
+
+
+def pick_port(uid: int | None = None) -> int:
+    """A free port on 127.0.0.1 for this user: ``PORT_BASE + uid % PORT_SPAN``, or the next free."""
+    if uid is None:
+        uid = os.getuid() if hasattr(os, "getuid") else 0
+    start = uid % PORT_SPAN
+    for i in range(PORT_SPAN):
+        port = PORT_BASE + (start + i) % PORT_SPAN
+        if port_free(port):
+            return port
+    raise OSError(f"no free port in {PORT_BASE}-{PORT_BASE + PORT_SPAN - 1} on {HOST}")
+
+
+def port_free(port: int) -> bool:
+    """Whether ``port`` can be bound on 127.0.0.1 now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((HOST, port))
+        except OSError:
+            return False
+    return True
+
+
+def hook_url(port: int) -> str:
+    """The URL the http hook POSTs to."""
+    return f"http://{HOST}:{port}{PATH}"
