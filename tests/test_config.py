@@ -24,6 +24,8 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 SAMPLES: dict[str, tuple[str, object]] = {
     "model": ('"BAAI/bge-m3"', "BAAI/bge-m3"),
     "device": ('"cpu"', "cpu"),
+    "runtime": ('"torch"', "torch"),
+    "http_port": ("27411", 27411),
     "max_file_bytes": ("1234567", 1234567),
     "max_conversation_bytes": ("7654321", 7654321),
     "hook_budget_ms": ("450", 450.0),

@@ -104,3 +104,30 @@ def test_a_malformed_query_gets_an_error_not_a_crash(
     answer = protocol.ask(request_, 5.0, home / "run")
     assert answer["ok"] is False and answer["error"]
     assert protocol.ask({"op": "ping"}, 5.0, home / "run")["ok"]  # still serving
+
+
+def run_status(home: Path, cwd: Path) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, "-m", "precedents.cli", "status", "--json"],
+        capture_output=True,
+        cwd=cwd,
+        env=hook_env(home),
+        timeout=300,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr.decode()
+    answer: dict[str, Any] = json.loads(out.stdout)
+    return answer
+
+
+def test_status_asks_the_daemon_and_says_the_same(dev_state: DevState, tmp_path: Path) -> None:
+    """With a daemon running, `status` takes the counts from it (no LanceDB import in
+    the CLI) and they are the ones an in-process status reads from the store."""
+    home = copy_state(dev_state, tmp_path)
+    with running_daemon(home):
+        via_daemon = run_status(home, dev_state.project)
+    alone = run_status(home, dev_state.project)
+    assert (via_daemon.pop("via"), alone.pop("via")) == ("daemon", "in-process")
+    assert via_daemon["documents"] > 0 and via_daemon["kinds"]
+    for key in ("kinds", "projects", "documents", "chunks", "last_indexed", "indexed_model"):
+        assert via_daemon[key] == alone[key], key

@@ -20,7 +20,7 @@ import pytest
 from .conftest import REPO, shared_path
 
 TRAINING = REPO / "training" / "data"
-PARTS = ("rules", "adrs", "notes")
+PARTS = ("rules", "adrs", "notes", "multilingual")
 EVAL_SOURCES = (
     "PatrickJS/awesome-cursorrules",
     "jbranchaud/til",

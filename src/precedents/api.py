@@ -7,7 +7,6 @@ options, calls one of these and prints.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -34,6 +33,7 @@ from precedents.recall import auto_context as recall_auto_context
 from precedents.runlock import WriterLock
 from precedents.sources import Problem, Sources, configured_sources, project_root, walk
 from precedents.store import Store, beside, switch_in
+from precedents.store.summary import summarize
 
 log = logging.getLogger("precedents.api")
 
@@ -127,7 +127,6 @@ def auto_context(settings: Settings, text: str, *, project: str | None = None) -
 
 def status(settings: Settings) -> dict[str, Any]:
     """What is indexed, by kind and project, with the model, device and store size."""
-    stored = Store.stored_model(settings.index_dir)
     info: dict[str, Any] = {
         "state_dir": str(settings.home),
         "index_dir": str(settings.index_dir),
@@ -136,8 +135,8 @@ def status(settings: Settings) -> dict[str, Any]:
         # a command that should answer at once. The device the model last ran
         # on is recorded with the store (below); else the setting.
         "device": settings.device,
-        "indexed_model": stored[0] if stored else None,
-        "dimension": stored[1] if stored else None,
+        "indexed_model": None,
+        "dimension": None,
         "sources": [
             {"kind": s.kind, "root": str(s.root), "project": s.project}
             for s in configured_sources(settings)
@@ -148,29 +147,30 @@ def status(settings: Settings) -> dict[str, Any]:
         "chunks": 0,
         "store_bytes": 0,
         "last_indexed": None,
+        "indexing": read_progress(settings.run_dir),
     }
-    info["indexing"] = read_progress(settings.run_dir)
-    if stored is None:
+    if not Store.exists(settings.index_dir):
         return info
-    store = Store(settings.index_dir, stored[0], stored[1], create=False)
-    for (kind, proj), c in sorted(store.counts().items()):
-        for key, bucket in (("kinds", kind), ("projects", proj)):
-            entry = info[key].setdefault(bucket, {"documents": 0, "chunks": 0})
-            entry["documents"] += c["documents"]
-            entry["chunks"] += c["chunks"]
-        info["documents"] += c["documents"]
-        info["chunks"] += c["chunks"]
-    info["store_bytes"] = store.size_bytes()
-    meta = store.meta()
-    info["device"] = meta.get("device", settings.device)
-    info["model_load_seconds"] = (
-        float(meta["model_load_seconds"]) if "model_load_seconds" in meta else None
-    )
-    last = meta.get("last_indexed")
-    info["last_indexed"] = (
-        time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(float(last))) if last else None
-    )
-    return info
+    # A running daemon holds the store open: asking it spares this process the
+    # LanceDB import (~0.5 s of the ~1.3 s an in-process status takes).
+    summary = _daemon_status(settings)
+    info["via"] = "daemon" if summary is not None else "in-process"
+    if summary is None:
+        stored = Store.stored_model(settings.index_dir)
+        if stored is None:
+            return info
+        summary = summarize(Store(settings.index_dir, stored[0], stored[1], create=False))
+    return {**info, **summary}
+
+
+def _daemon_status(settings: Settings) -> dict[str, Any] | None:
+    """The running daemon's summary of the store, or None (none runs, or it is starting)."""
+    try:
+        answer = protocol.ask({"op": "status"}, DAEMON_QUERY_S, str(settings.run_dir))
+    except protocol.Unavailable:
+        return None
+    summary = answer.get("summary")
+    return summary if answer.get("ok") and isinstance(summary, dict) else None
 
 
 def setup(settings: Settings, model: str | None = None) -> dict[str, Any]:

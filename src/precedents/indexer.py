@@ -37,8 +37,11 @@ from precedents.chunking import (
 )
 from precedents.config import Settings
 from precedents.embedding import Embedder, canonical_model_id, load_embedder
+from precedents.errors import ModelError
 from precedents.kinds import Kind
+from precedents.language import is_english
 from precedents.runlock import WriterLock, write_private
+from precedents.second_model import load_second_model
 from precedents.secrets import mask_secrets
 from precedents.sources import Problem, SourceFile, Walk
 from precedents.store import DocumentRecord, FileRecord, LazyStore, Store
@@ -49,7 +52,8 @@ EMBED_BATCH = 64
 # Bump when parsing or chunking changes what is stored for an unchanged file: the
 # next full pass (reindex, the watcher's start) then re-reads every file.
 # 2: Cursor-style front matter (`globs: **/*.ts`) read as Cursor reads it.
-CHUNKER_VERSION = "2"
+# 3: documents not written in English also get multilingual vectors (store/second.py).
+CHUNKER_VERSION = "3"
 # Commit after every embedding batch (~2-3 s of work on 2 cores): an interrupted
 # first index keeps what it did, and the next run goes on from there. A commit
 # costs ~10 ms; compaction keeps the versions in check.
@@ -205,6 +209,7 @@ class Indexer:
         self._embedder = embedder
         self._adr_graphs: dict[Path, object] = {}
         self.model_seconds = 0.0
+        self._second: Embedder | None = None
 
     @property
     def embedder(self) -> Embedder:
@@ -432,8 +437,27 @@ class Indexer:
             n = len(p.chunks)
             items.append((p.file, p.doc, p.chunks, vectors[offset : offset + n]))
             offset += n
-        self.store.replace_documents(items)
+        self.store.replace_documents(items, self._second_vectors(pending))
         report.chunks_embedded += len(texts)
+
+    def _second_vectors(self, pending: list[Prepared]) -> dict[str, NDArray[np.float32]]:
+        """Multilingual vectors for the documents not written in English, by path.
+
+        The default model reads English only (precedents/recall/crosslingual.py);
+        the multilingual one is loaded the first time such a document appears.
+        """
+        out: dict[str, NDArray[np.float32]] = {}
+        for p in pending:
+            if p.doc is None or not p.chunks or is_english("\n".join(p.chunks)):
+                continue
+            if self._second is None:
+                try:
+                    self._second = load_second_model()
+                except ModelError as exc:
+                    log.warning("%s: indexed for English only (%s)", p.doc.path, exc)
+                    return out
+            out[p.doc.path] = self._second.encode_passages(p.chunks)
+        return out
 
     def _embed(self, texts: list[str]) -> NDArray[np.float32]:
         if not texts:

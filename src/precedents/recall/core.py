@@ -24,12 +24,19 @@ from precedents.errors import StoreError
 from precedents.kinds import DOCUMENT_KINDS, Kind
 from precedents.protocol import EVENT_SESSION, MIN_PROMPT_CHARS, clip_prompt
 from precedents.recall.batcher import Batcher, Ranked, Work
+from precedents.recall.crosslingual import CrossLingual
 from precedents.recall.format import LineParts, fit_lines, format_context, line_parts
 from precedents.recall.marks import AdrMarks
 from precedents.recall.mute import MuteList
 from precedents.recall.relevance import DECISION_RANKS, Relevance
 from precedents.recall.selection import Selection, select
-from precedents.recall.vectors import DOC_RANKS, EMPTY, VectorSnapshot
+from precedents.recall.vectors import (
+    CONVERSATION_RANKS,
+    DOC_RANKS,
+    EMPTY,
+    SecondScores,
+    VectorSnapshot,
+)
 from precedents.sources import project_keys, project_root
 from precedents.store import DocumentHit, DocumentRecord, Store
 
@@ -85,8 +92,11 @@ def _daemon_threads(embedder: Embedder) -> None:
     starting at once). A burst of nine took 100-120 ms on one thread and
     75-400 ms on two. A hook's p95 matters more than its p50.
     """
-    if getattr(embedder, "device", "cpu") != "cpu":
-        return
+    if (
+        getattr(embedder, "device", "cpu") != "cpu"
+        or getattr(embedder, "runtime", "") == "onnxruntime"
+    ):
+        return  # a GPU, or ONNX Runtime (sets its own threads; must not import torch)
     try:
         import torch
     except ImportError:
@@ -108,6 +118,7 @@ class Recall:
         self.embedder = embedder or load_embedder(settings.model, settings.device)
         self.thresholds = settings.thresholds_for(self.embedder.model_id)
         self.relevance = Relevance.for_model(self.embedder.model_id)
+        self.crosslingual = CrossLingual.for_model(self.embedder.model_id)
         self.marks = AdrMarks(settings.cache_dir / "adr")
         self.muted = MuteList(settings.home)
         self._store: Store | None = None
@@ -143,6 +154,12 @@ class Recall:
                 return None
         self.store_problem = None
         return self._store
+
+    @property
+    def store(self) -> Store | None:
+        """The reader view of the store (None while there is no usable index)."""
+        with self._refresh_lock:
+            return self._open_store()
 
     def refresh(self) -> bool:
         """Reload the vectors if the store changed since the last load; True when it did."""
@@ -194,21 +211,32 @@ class Recall:
         # Whatever a client sent, the model gets at most MAX_PROMPT_CHARS of it: it
         # reads no more, and tokenizing a megabyte would stall the whole batch.
         texts = [clip_prompt(text) for text, _ in items]
+        snapshot = self._snapshot
         with self._encode_lock:
             vectors = self.embedder.encode_queries(texts)
+            second = self._second(texts, snapshot)
         embedded = time.perf_counter()
-        snapshot = self._snapshot
         by_keys: dict[tuple[str, ...], list[int]] = {}
         for i, (_, keys) in enumerate(items):
             by_keys.setdefault(keys, []).append(i)
         hits: list[list[DocumentHit]] = [[] for _ in items]
         for keys, idx in by_keys.items():
-            for i, ranked in zip(idx, snapshot.rank_many(vectors[idx], keys), strict=True):
+            pair = None if second is None else (second[0][idx], second[1])
+            ranked_all = snapshot.rank_many(vectors[idx], keys, second=pair)
+            for i, ranked in zip(idx, ranked_all, strict=True):
                 hits[i] = ranked
         relevance = self._relevance(vectors, hits, snapshot)
         done = time.perf_counter()
         embed_ms, search_ms = (embedded - started) * 1000, (done - embedded) * 1000
         return [(h, r, embed_ms, search_ms) for h, r in zip(hits, relevance, strict=True)]
+
+    def _second(self, texts: Sequence[str], snapshot: VectorSnapshot) -> SecondScores | None:
+        """The questions' multilingual vectors, when the snapshot has records that need
+        them (none in an English-only store: the second model is then never loaded)."""
+        if self.crosslingual is None or not snapshot.multilingual:
+            return None
+        vectors = self.crosslingual.encode_queries(texts)
+        return None if vectors is None else (vectors, self.crosslingual.calibrate)
 
     def _relevance(
         self, vectors: Any, hits: list[list[DocumentHit]], snapshot: VectorSnapshot
@@ -242,9 +270,14 @@ class Recall:
             keys = tuple(sorted({m["project"] for m in snapshot.meta}))
         else:
             keys = tuple(project_keys(project_root(project)))
-        if kinds or k > DOC_RANKS:
+        # The hook's ranking keeps 3 conversations; asking for more than that (a
+        # project of conversation logs, `query -k 10`) ranks k of each.
+        if kinds or k > CONVERSATION_RANKS:
             vector = self.embed(text)
-            return snapshot.rank(vector, keys, kinds, max(k, DOC_RANKS), max(k, 3))[:k]
+            with self._encode_lock:
+                second = self._second([clip_prompt(text)], snapshot)
+            ranks = max(k, DOC_RANKS)
+            return snapshot.rank(vector, keys, kinds, ranks, max(k, CONVERSATION_RANKS), second)[:k]
         return self._ranked(text, keys)[0][:k]
 
     def query(self, text: str, project: str | Path | None, k: int) -> dict[str, Any]:

@@ -18,7 +18,7 @@ never order the same question differently.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from threading import Lock
 from typing import Any
@@ -28,6 +28,9 @@ from numpy.typing import NDArray
 
 from precedents.kinds import Kind
 from precedents.store import DocumentHit, DocumentRecord, Store
+
+# A question's multilingual vectors (one row each) and the calibration of their cosines.
+SecondScores = tuple[NDArray[np.float32], Callable[[NDArray[np.float32]], NDArray[np.float32]]]
 
 # Enough document ranks for the selection gap (ranks 2..11) and a margin.
 DOC_RANKS = 20
@@ -43,6 +46,8 @@ class _Subset:
     starts: NDArray[np.int64]  # first subset row of each document (for reduceat)
     docs: NDArray[np.int64]  # indices of notes/rules/ADRs among the documents
     conversations: NDArray[np.int64]  # indices of conversations among the documents
+    second_local: NDArray[np.int64]  # subset rows that also have a multilingual vector
+    second_matrix: NDArray[np.float32]  # those vectors, in the same order
 
 
 @dataclass
@@ -52,6 +57,8 @@ class VectorSnapshot:
     version: Any
     meta: list[dict[str, Any]]
     matrix: NDArray[np.float32]
+    # Multilingual vectors of the chunks not in English (store/second.py), by row.
+    second: dict[int, NDArray[np.float32]] = field(default_factory=dict)
     _subsets: dict[tuple[str, ...], _Subset] = field(default_factory=dict)
     _rows_by_path: dict[str, list[int]] | None = None
     _lock: Lock = field(default_factory=Lock)
@@ -64,7 +71,15 @@ class VectorSnapshot:
         meta, matrix = store.all_vectors(wanted) if wanted else ([], None)
         if matrix is None:
             matrix = np.zeros((0, store.dimension), dtype=np.float32)
-        return cls(version=version, meta=meta, matrix=matrix)
+        ids, vectors = store.second_vectors(wanted)
+        row_of = {f"{m['doc_id']}#{m['chunk_index']}": i for i, m in enumerate(meta)} if ids else {}
+        second = {row_of[c]: vectors[k] for k, c in enumerate(ids) if c in row_of}
+        return cls(version=version, meta=meta, matrix=matrix, second=second)
+
+    @property
+    def multilingual(self) -> bool:
+        """Whether any chunk has a multilingual vector (questions then need one too)."""
+        return bool(self.second)
 
     def chunks_of(self, path: str) -> NDArray[np.float32]:
         """The chunk vectors of one document (empty when it is not in the snapshot)."""
@@ -102,12 +117,19 @@ class VectorSnapshot:
             rows.extend(doc_rows)
             (convs if self.meta[doc_rows[0]]["kind"] == "conversation" else docs).append(d)
         row_arr = np.asarray(rows, dtype=np.int64)
+        local = [k for k, r in enumerate(rows) if r in self.second]
         subset = _Subset(
             matrix=np.ascontiguousarray(self.matrix[row_arr]),
             rows=row_arr,
             starts=np.asarray(starts, dtype=np.int64),
             docs=np.asarray(docs, dtype=np.int64),
             conversations=np.asarray(convs, dtype=np.int64),
+            second_local=np.asarray(local, dtype=np.int64),
+            second_matrix=(
+                np.stack([self.second[rows[k]] for k in local]).astype(np.float32)
+                if local
+                else np.zeros((0, 0), dtype=np.float32)
+            ),
         )
         with self._lock:
             self._subsets[key] = subset
@@ -124,6 +146,7 @@ class VectorSnapshot:
         kinds: Sequence[Kind] | None = None,
         doc_ranks: int = DOC_RANKS,
         conversation_ranks: int = CONVERSATION_RANKS,
+        second: SecondScores | None = None,
     ) -> list[DocumentHit]:
         """Documents of ``projects`` by their best chunk's cosine, best first.
 
@@ -132,7 +155,7 @@ class VectorSnapshot:
         apart so that many long conversations cannot crowd the documents out).
         """
         q = np.asarray(vector, dtype=np.float32).reshape(1, -1)
-        return self.rank_many(q, projects, kinds, doc_ranks, conversation_ranks)[0]
+        return self.rank_many(q, projects, kinds, doc_ranks, conversation_ranks, second)[0]
 
     def rank_many(
         self,
@@ -141,12 +164,23 @@ class VectorSnapshot:
         kinds: Sequence[Kind] | None = None,
         doc_ranks: int = DOC_RANKS,
         conversation_ranks: int = CONVERSATION_RANKS,
+        second: SecondScores | None = None,
     ) -> list[list[DocumentHit]]:
-        """:meth:`rank` for several query vectors (one row each) in one matrix product."""
+        """:meth:`rank` for several query vectors (one row each) in one matrix product.
+
+        ``second`` (the questions' multilingual vectors and the calibration onto
+        this model's scale) lets a chunk in another language score by the better
+        of its two vectors (:mod:`precedents.recall.crosslingual`).
+        """
         sub = self._subset(projects)
         if not len(sub.rows):
             return [[] for _ in range(len(vectors))]
         scores_all = sub.matrix @ np.asarray(vectors, dtype=np.float32).T  # rows x queries
+        if second is not None and len(sub.second_local):
+            q2, calibrate = second
+            extra = calibrate(sub.second_matrix @ np.asarray(q2, dtype=np.float32).T)
+            local = sub.second_local
+            scores_all[local] = np.maximum(scores_all[local], extra)
         # Best chunk per document: documents' rows are contiguous, so one reduceat.
         best_all = np.maximum.reduceat(scores_all, sub.starts, axis=0)  # docs x queries
         allowed = set(kinds) if kinds else None

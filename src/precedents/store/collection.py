@@ -19,7 +19,7 @@ import errno
 import functools
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -41,6 +41,7 @@ from precedents.store.schema import (
     FileRecord,
     chunks_schema,
 )
+from precedents.store.second import SECOND, SecondVectors, second_schema
 
 log = logging.getLogger("precedents.store")
 
@@ -156,6 +157,7 @@ class Store:
             self._chunks = self._open_or_create(CHUNKS, chunks_schema(dimension))
             self._files = self._open_or_create(FILES, FILES_SCHEMA)
             self._meta = self._open_or_create(META, META_SCHEMA)
+            self.second = SecondVectors(self._open_or_create(SECOND, second_schema()), _in_list)
         except _LANCE_ERRORS as exc:
             raise failed(path, "opening the index", exc) from exc
         self._check_model()
@@ -184,12 +186,17 @@ class Store:
                 f"{self.model_id} ({self.dimension}d); run `precedents reindex --full`"
             )
 
+    @staticmethod
+    def exists(path: Path) -> bool:
+        """Whether ``path`` holds a store (its meta table), without importing LanceDB."""
+        return (path / f"{META}.lance").exists()
+
     @classmethod
     def stored_model(cls, path: Path) -> tuple[str, int] | None:
         """The (model id, dimension) an existing store was built with, or None."""
         import lancedb
 
-        if not (path / f"{META}.lance").exists():
+        if not cls.exists(path):
             return None
         try:
             db = lancedb.connect(path)
@@ -252,13 +259,17 @@ class Store:
         items: Sequence[
             tuple[FileRecord, DocumentRecord | None, Sequence[str], NDArray[np.float32]]
         ],
+        second: Mapping[str, NDArray[np.float32]] | None = None,
     ) -> None:
         """Replace the rows of each file with its new chunks, in batched atomic commits.
 
         Each item is (file row, document, chunk texts, vectors). A file with no
         document (an automated session, an empty note) keeps only its file row,
-        so an unchanged file is recognised by its hash next time.
+        so an unchanged file is recognised by its hash next time. ``second``
+        maps a file's path to its chunks' multilingual vectors, for the files
+        not written in English (:mod:`precedents.store.second`).
         """
+        second = second or {}
         batch: list[
             tuple[FileRecord, DocumentRecord | None, Sequence[str], NDArray[np.float32]]
         ] = []
@@ -267,16 +278,17 @@ class Store:
             batch.append(item)
             rows += len(item[2])
             if rows >= WRITE_BATCH_ROWS:
-                self._write_batch(batch)
+                self._write_batch(batch, second)
                 batch, rows = [], 0
         if batch:
-            self._write_batch(batch)
+            self._write_batch(batch, second)
 
     def _write_batch(
         self,
         batch: Sequence[
             tuple[FileRecord, DocumentRecord | None, Sequence[str], NDArray[np.float32]]
         ],
+        second: Mapping[str, NDArray[np.float32]],
     ) -> None:
         columns: dict[str, list[Any]] = {f.name: [] for f in chunks_schema(self.dimension)}
         vectors: list[NDArray[np.float32]] = []
@@ -314,6 +326,9 @@ class Store:
                 .when_not_matched_by_source_delete(_in_list("path", paths))
                 .execute(data)
             )
+            # Before the file rows: a crash in between leaves chunks without a file
+            # row, which repair() removes and the next pass writes again.
+            self._commits += self.second.replace(paths, *_second_rows(batch, second))
             self._upsert_files([file for file, *_ in batch])
         except _LANCE_ERRORS as exc:
             raise failed(self.path, "writing to the index", exc) from exc
@@ -340,6 +355,7 @@ class Store:
         where = _in_list("path", paths)
         try:
             self._chunks.delete(where)
+            self._commits += self.second.delete(paths)
             self._files.delete(where)
         except _LANCE_ERRORS as exc:
             raise failed(self.path, "deleting from the index", exc) from exc
@@ -396,7 +412,7 @@ class Store:
         """Compact and clean old versions after many commits (or when forced)."""
         if not force and self._commits < COMPACT_EVERY_COMMITS:
             return False
-        for tbl in (self._chunks, self._files, self._meta):
+        for tbl in (self._chunks, self._files, self._meta, self.second.table()):
             try:
                 tbl.optimize(cleanup_older_than=CLEANUP_MARGIN)
             except (OSError, ValueError, RuntimeError) as exc:
@@ -411,7 +427,7 @@ class Store:
 
     def refresh(self) -> None:
         """See the latest commits of other processes (after a 'Not found' error)."""
-        for tbl in (self._chunks, self._files, self._meta):
+        for tbl in (self._chunks, self._files, self._meta, self.second.table()):
             tbl.checkout_latest()
 
     # -- reading ---------------------------------------------------------------
@@ -451,9 +467,30 @@ class Store:
         meta = arrow.drop_columns(["vector"]).to_pylist()
         return meta, np.ascontiguousarray(matrix, dtype=np.float32)
 
+    @_translated
+    def second_vectors(self, projects: Sequence[str]) -> tuple[list[str], NDArray[np.float32]]:
+        """Chunk ids and multilingual vectors of ``projects`` (see :mod:`.second`)."""
+        return self.second.load(projects)
+
     def stamp(self, **values: str) -> None:
         """Record facts such as the last index time in the meta table."""
         self.set_meta({k: v for k, v in values.items()})
+
+
+def _second_rows(
+    batch: Sequence[tuple[FileRecord, DocumentRecord | None, Sequence[str], NDArray[np.float32]]],
+    second: Mapping[str, NDArray[np.float32]],
+) -> tuple[list[tuple[str, str, str]], list[NDArray[np.float32]]]:
+    """The second-vector rows of a batch: (chunk id, path, project) and one vector each."""
+    rows: list[tuple[str, str, str]] = []
+    vectors: list[NDArray[np.float32]] = []
+    for _file, doc, texts, _ in batch:
+        vecs = second.get(doc.path) if doc is not None else None
+        if doc is None or vecs is None or len(vecs) != len(texts):
+            continue
+        rows += [(f"{doc.doc_id}#{i}", doc.path, doc.project) for i in range(len(texts))]
+        vectors.append(vecs)
+    return rows, vectors
 
 
 def now() -> float:

@@ -1,0 +1,38 @@
+"""What a store holds, by kind and project: the body of `precedents status`.
+
+One function so the daemon (which holds the store open, and answers `status`
+without the CLI importing LanceDB) and the in-process fallback say the same.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from precedents.store.collection import Store
+
+
+def summarize(store: Store) -> dict[str, Any]:
+    """Documents and chunks by kind and by project, the store's size and its stamps."""
+    info: dict[str, Any] = {"kinds": {}, "projects": {}, "documents": 0, "chunks": 0}
+    for (kind, proj), c in sorted(store.counts().items()):
+        for key, bucket in (("kinds", kind), ("projects", proj)):
+            entry = info[key].setdefault(bucket, {"documents": 0, "chunks": 0})
+            entry["documents"] += c["documents"]
+            entry["chunks"] += c["chunks"]
+        info["documents"] += c["documents"]
+        info["chunks"] += c["chunks"]
+    info["store_bytes"] = store.size_bytes()
+    meta = store.meta()
+    info["indexed_model"] = meta.get("model")
+    info["dimension"] = int(meta["dimension"]) if meta.get("dimension") else None
+    if "device" in meta:
+        info["device"] = meta["device"]
+    info["model_load_seconds"] = (
+        float(meta["model_load_seconds"]) if "model_load_seconds" in meta else None
+    )
+    last = meta.get("last_indexed")
+    info["last_indexed"] = (
+        time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(float(last))) if last else None
+    )
+    return info
