@@ -46,12 +46,26 @@ def stats(samples_s: list[float]) -> dict[str, float]:
     }
 
 
-def questions() -> list[str]:
-    path = EVAL / "dev" / "questions.jsonl"
+def questions(crosslingual: bool = False) -> list[str]:
+    path = EVAL / "dev" / ("crosslingual.jsonl" if crosslingual else "questions.jsonl")
     return [json.loads(line)["text"] for line in path.read_text().splitlines() if line.strip()]
 
 
-def build_index(home: Path, chunks: int) -> int:
+def notes_folder(home: Path, crosslingual: bool) -> Path:
+    """The dev notes; with ``crosslingual``, ten of them in their Japanese version (as the
+    crosslingual eval set has them), so questions also go through the multilingual model."""
+    if not crosslingual:
+        return EVAL / "dev" / "notes"
+    import shutil
+
+    folder = home / "bench-notes"
+    shutil.copytree(EVAL / "dev" / "notes", folder, dirs_exist_ok=True)
+    for ja in (EVAL / "dev" / "notes_ja").glob("*.md"):
+        shutil.copy(ja, folder / ja.name)
+    return folder
+
+
+def build_index(home: Path, chunks: int, crosslingual: bool = False) -> int:
     """Dev notes (real vectors) + synthetic filler up to ``chunks`` rows; returns the row count."""
     import numpy as np
 
@@ -65,7 +79,8 @@ def build_index(home: Path, chunks: int) -> int:
     settings = load_settings(discover_claude=False)
     embedder = load_embedder(settings.model)
     store = Store(settings.index_dir, embedder.model_id, embedder.dimension)
-    sources = configured_sources(settings, Sources(notes=[EVAL / "dev" / "notes"], project=PROJECT))
+    notes = notes_folder(home, crosslingual)
+    sources = configured_sources(settings, Sources(notes=[notes], project=PROJECT))
     Indexer(settings, store, embedder).sync(walk(sources))
     have = store.count()
     rng = np.random.default_rng(7)
@@ -180,6 +195,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=60)
     parser.add_argument("--home", type=Path, help="reuse this state folder's index")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument(
+        "--crosslingual", action="store_true", help="ten notes in Japanese, English questions"
+    )
     args = parser.parse_args()
     if not (EVAL / "dev" / "notes").is_dir():
         print(f"skipped: {EVAL / 'dev' / 'notes'} is missing")
@@ -187,7 +205,7 @@ def main() -> int:
     home = args.home or Path(tempfile.mkdtemp(prefix="precedents-bench-hook-"))
     if not (home / "index").exists():
         print(f"building a {args.chunks}-chunk index in {home} ...", flush=True)
-        rows = build_index(home, args.chunks)
+        rows = build_index(home, args.chunks, args.crosslingual)
     else:
         rows = -1
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRECEDENTS_")}
@@ -204,7 +222,7 @@ def main() -> int:
             except protocol.Unavailable:
                 pass
             time.sleep(0.2)
-        texts = questions()
+        texts = questions(args.crosslingual)
         stdins = [
             json.dumps(
                 {

@@ -324,7 +324,7 @@ def test_a_first_index_takes_documents_first_and_conversations_newest_first(
 
 
 def test_status_shows_a_pass_in_progress(home: Path, tmp_path: Path) -> None:
-    from precedents.indexer import PassProgress, read_progress
+    from precedents.progress import PassProgress, read_progress
 
     run = load_settings().run_dir
     seen: list[tuple[int, int]] = []

@@ -10,30 +10,21 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from precedents import evaluation, protocol, runlock
+from precedents import protocol, runlock
 from precedents.config import Settings
-from precedents.embedding import (
-    Embedder,
-    canonical_model_id,
-    load_embedder,
-    setup_model,
-)
-from precedents.indexer import (
-    Indexer,
-    IndexReport,
-    Progress,
-    index_note,
-    lazy_store,
-    read_progress,
-)
-from precedents.recall import Recall
-from precedents.recall import auto_context as recall_auto_context
-from precedents.runlock import WriterLock
+from precedents.progress import read_progress
 from precedents.sources import Problem, Sources, configured_sources, project_root, walk
-from precedents.store import Store, beside, switch_in
-from precedents.store.summary import summarize
+
+if TYPE_CHECKING:
+    from precedents.embedding import Embedder
+    from precedents.indexer import IndexReport
+    from precedents.progress import Progress
+
+# The model, LanceDB, pyarrow and numpy are imported inside the calls that need
+# them: `status` and `query` with a daemon running answer without them, and a
+# CLI process pays ~0.3 s less (bench/status.py).
 
 log = logging.getLogger("precedents.api")
 
@@ -56,8 +47,11 @@ def reindex(
     index serving. Another writer (a `reindex`, the watcher) is waited for;
     ``on_wait`` is told once, with its pid.
     """
+    from precedents.indexer import Indexer, lazy_store
+    from precedents.store import beside, switch_in
+
     found = configured_sources(settings, sources)
-    writer = WriterLock(settings.run_dir, on_wait)
+    writer = runlock.WriterLock(settings.run_dir, on_wait)
     with writer.held():
         target = beside(settings.index_dir, "rebuild") if full else settings.index_dir
         lazy = lazy_store(settings, target)
@@ -97,6 +91,8 @@ def query(
         answer = _ask_daemon(settings, text, target, k)
         if answer is not None:
             return answer
+    from precedents.recall import Recall
+
     recall = Recall(settings, embedder)
     try:
         if recall.store_problem is not None:
@@ -122,6 +118,8 @@ def _ask_daemon(
 
 def auto_context(settings: Settings, text: str, *, project: str | None = None) -> str | None:
     """Exactly what the hook would inject for ``text`` (the daemon's code, in-process)."""
+    from precedents.recall import auto_context as recall_auto_context
+
     return recall_auto_context(settings, text, project)
 
 
@@ -149,13 +147,16 @@ def status(settings: Settings) -> dict[str, Any]:
         "last_indexed": None,
         "indexing": read_progress(settings.run_dir),
     }
-    if not Store.exists(settings.index_dir):
+    if not (settings.index_dir / "meta.lance").exists():  # Store.exists, without LanceDB
         return info
     # A running daemon holds the store open: asking it spares this process the
     # LanceDB import (~0.5 s of the ~1.3 s an in-process status takes).
     summary = _daemon_status(settings)
     info["via"] = "daemon" if summary is not None else "in-process"
     if summary is None:
+        from precedents.store import Store
+        from precedents.store.summary import summarize
+
         stored = Store.stored_model(settings.index_dir)
         if stored is None:
             return info
@@ -176,6 +177,8 @@ def _daemon_status(settings: Settings) -> dict[str, Any] | None:
 def setup(settings: Settings, model: str | None = None) -> dict[str, Any]:
     """Download (if needed) and load ``model``: the only call that may use the network."""
     name = model or settings.model
+    from precedents.embedding import load_embedder, setup_model
+
     where = setup_model(name)
     embedder = load_embedder(name, settings.device)
     return {
@@ -196,6 +199,9 @@ def evaluate(
 ) -> dict[str, Any]:
     """Score retrieval and selection on eval ``sets`` (docs/eval.md) at the model's
     thresholds; with ``tune``, also search the threshold grid and report the best."""
+    from precedents import evaluation
+    from precedents.embedding import canonical_model_id
+
     run = evaluation.prepare(settings, sets, progress)
     current = settings.thresholds_for(canonical_model_id(settings.model))
     out: dict[str, Any] = {
@@ -249,6 +255,8 @@ def remember(
             return {"path": str(path), "project": root, "indexed_by": "daemon"}
     except protocol.Unavailable:
         pass
+    from precedents.indexer import index_note, lazy_store
+
     lazy = lazy_store(settings)
     index_note(settings, lazy.model(), path, key)
     return {"path": str(path), "project": root, "indexed_by": "remember"}

@@ -42,7 +42,8 @@ from typing import Any
 from precedents.config import Settings, Thresholds
 from precedents.embedding import Embedder, load_embedder
 from precedents.errors import UsageError
-from precedents.indexer import Indexer, Progress
+from precedents.indexer import Indexer
+from precedents.progress import Progress
 from precedents.recall import AdrMarks, Recall, select
 from precedents.recall.format import format_context
 from precedents.sources import Sources, configured_sources, project_root, walk

@@ -13,16 +13,13 @@ indexed; a file that vanished between listing and reading is dropped.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -40,7 +37,8 @@ from precedents.embedding import Embedder, canonical_model_id, load_embedder
 from precedents.errors import ModelError
 from precedents.kinds import Kind
 from precedents.language import is_english
-from precedents.runlock import WriterLock, write_private
+from precedents.progress import PassProgress, Progress
+from precedents.runlock import WriterLock
 from precedents.second_model import load_second_model
 from precedents.secrets import mask_secrets
 from precedents.sources import Problem, SourceFile, Walk
@@ -58,50 +56,6 @@ CHUNKER_VERSION = "3"
 # first index keeps what it did, and the next run goes on from there. A commit
 # costs ~10 ms; compaction keeps the versions in check.
 COMMIT_CHUNKS = EMBED_BATCH
-Progress = Callable[[int, int, int], None]  # files done, files total, chunks embedded
-
-
-class PassProgress:
-    """A pass's progress, also written to ``run/progress.json`` (at most once a second)
-    for `precedents status` to show while a long first index runs in the background."""
-
-    FILE = "progress.json"
-
-    def __init__(self, run_dir: Path, forward: Progress | None) -> None:
-        self.path = run_dir / self.FILE
-        self.forward = forward
-        self.started = time.time()
-        self._last = 0.0
-
-    def __call__(self, done: int, total: int, chunks: int) -> None:
-        if self.forward is not None:
-            self.forward(done, total, chunks)
-        now = time.monotonic()
-        if now - self._last >= 1.0 or done == total:
-            self._last = now
-            text = json.dumps(
-                {"pid": os.getpid(), "files_done": done, "files_total": total,
-                 "chunks": chunks, "started": self.started}
-            )  # fmt: skip
-            try:
-                self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-                write_private(self.path, text)
-            except OSError:
-                pass  # progress is a courtesy: never a reason to stop indexing
-
-    def done(self) -> None:
-        """The pass ended (or was interrupted): nothing is in progress any more."""
-        self.path.unlink(missing_ok=True)
-
-
-def read_progress(run_dir: Path) -> dict[str, Any] | None:
-    """The pass in progress, if its process still runs; None otherwise."""
-    try:
-        data = json.loads((run_dir / PassProgress.FILE).read_text(encoding="utf-8"))
-        os.kill(int(data["pid"]), 0)  # a pass killed -9 leaves its file behind
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def first_things_first(files: Sequence[SourceFile]) -> list[SourceFile]:

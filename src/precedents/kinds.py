@@ -19,3 +19,7 @@ DOCUMENT_KINDS: Final[frozenset[Kind]] = frozenset({"note", "rule", "adr"})
 def is_kind(value: object) -> TypeGuard[Kind]:
     """Whether ``value`` is one of the four kinds (a row read back from the store)."""
     return value in KINDS
+
+
+# Rules are shared by every project; they are stored under this project key.
+SHARED_PROJECT = "*"

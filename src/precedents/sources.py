@@ -18,9 +18,8 @@ from pathlib import Path
 
 from precedents.config import Settings
 from precedents.errors import UsageError
-from precedents.kinds import Kind
+from precedents.kinds import SHARED_PROJECT, Kind
 from precedents.paths import git_root
-from precedents.store.schema import SHARED_PROJECT
 
 log = logging.getLogger("precedents.sources")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -21,7 +21,9 @@ from precedents.cli.common import (
 )
 from precedents.config import load_settings
 from precedents.errors import PrecedentsError
-from precedents.indexer import IndexReport
+
+if TYPE_CHECKING:
+    from precedents.indexer import IndexReport
 
 
 def setup(

@@ -10,14 +10,13 @@ import pyarrow as pa
 
 from precedents.errors import StoreError
 from precedents.kinds import KINDS as _KINDS
+from precedents.kinds import SHARED_PROJECT as SHARED_PROJECT
 from precedents.kinds import Kind, is_kind
 
 CHUNKS = "chunks"
 FILES = "files"
 META = "meta"
 
-# Rules are shared by every project; they are stored under this project key.
-SHARED_PROJECT = "*"
 
 KINDS = _KINDS  # re-exported: the store validates rows against it
 
