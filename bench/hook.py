@@ -177,6 +177,20 @@ def search_comparison(home: Path) -> dict[str, Any]:
     return out
 
 
+def wait_ready(home: Path, limit_s: float = 300) -> None:
+    """Until the daemon on ``home`` says it is ready (model loaded, index read)."""
+    from precedents import protocol
+
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        try:
+            if protocol.ask({"op": "ping"}, 2, home / "run").get("ready"):
+                return
+        except protocol.Unavailable:
+            pass
+        time.sleep(0.2)
+
+
 def start_daemon(home: Path) -> subprocess.Popen[bytes]:
     """The daemon as the hook starts it, on ``home``, with no other precedents settings."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRECEDENTS_")}
@@ -212,16 +226,7 @@ def main() -> int:
     env["PRECEDENTS_HOME"] = str(home)  # the hooks' environment, as Claude Code gives it
     daemon = start_daemon(home)
     try:
-        from precedents import protocol
-
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            try:
-                if protocol.ask({"op": "ping"}, 2, home / "run").get("ready"):
-                    break
-            except protocol.Unavailable:
-                pass
-            time.sleep(0.2)
+        wait_ready(home)
         texts = questions(args.crosslingual)
         stdins = [
             json.dumps(

@@ -127,7 +127,6 @@ def main() -> int:
         rows = hook_bench.build_index(home, args.chunks)
     port = free_port()
     (home / "config.toml").write_text(f"http_port = {port}\n")
-    from precedents import protocol
     from precedents.query_daemon.http import ensure_secret
 
     token = ensure_secret(home)
@@ -135,14 +134,7 @@ def main() -> int:
     env["PRECEDENTS_HOME"] = str(home)
     daemon = hook_bench.start_daemon(home)
     try:
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            try:
-                if protocol.ask({"op": "ping"}, 2, home / "run").get("ready"):
-                    break
-            except protocol.Unavailable:
-                pass
-            time.sleep(0.2)
+        hook_bench.wait_ready(home)
         bodies = [
             json.dumps(
                 {

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hook import EVAL, PROJECT, build_index, start_daemon, stats
+from hook import EVAL, PROJECT, build_index, start_daemon, stats, wait_ready
 
 
 def timed(cmd: list[str], env: dict[str, str], runs: int) -> dict[str, float]:
@@ -57,16 +57,7 @@ def main() -> int:
     rows = {"interpreter (python -c pass)": timed([sys.executable, "-c", "pass"], env, args.runs)}
     daemon = start_daemon(home)
     try:
-        from precedents import protocol
-
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            try:
-                if protocol.ask({"op": "ping"}, 2, home / "run").get("ready"):
-                    break
-            except protocol.Unavailable:
-                pass
-            time.sleep(0.2)
+        wait_ready(home)
         rows["status, daemon running"] = timed(status, env, args.runs)
         rows["query, daemon running"] = timed(query, env, args.runs)
     finally:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from precedents.adr_graph import STATUSES, build_graph
+
+from .adr_labels import disagreements
 
 CORPORA = Path(__file__).parents[2] / "shared" / "adr-corpora"
 NAMES = (
@@ -22,32 +23,11 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _readings(label: dict[str, Any]) -> list[tuple[str, list[str]]]:
-    """The labelled reading plus, for an ambiguous record, every alternative."""
-    out = [(label["effective_status"], sorted(label.get("successors", [])))]
-    if label.get("ambiguous"):
-        out += [
-            (a["effective_status"], sorted(a.get("successors", []))) for a in label["alternatives"]
-        ]
-    return out
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_corpus_agrees_with_every_label(name: str) -> None:
     corpus = CORPORA / name
     expected = json.loads((corpus / "EXPECTED.json").read_text(encoding="utf-8"))
-    graph = build_graph(corpus)
-    wrong = []
-    for path, label in expected.items():
-        rec = graph.by_path.get(path)
-        if rec is None:
-            wrong.append(f"{path}: not taken for an ADR")
-            continue
-        got = (rec.status, sorted(rec.successors))
-        if got not in _readings(label):
-            wrong.append(f"{path}: got {got}, labelled {_readings(label)}")
-    extra = sorted(set(graph.by_path) - set(expected))
-    assert not extra, f"files taken for ADRs but not labelled: {extra}"
+    wrong = disagreements(corpus, expected)
     assert not wrong, "\n".join(wrong)
 
 

@@ -18,6 +18,8 @@ import pytest
 
 from precedents.adr_graph import STATUSES, build_graph
 
+from .adr_labels import disagreements
+
 WILD = Path(__file__).parent / "fixtures" / "adr-wild"
 NAMES = sorted(p.name for p in WILD.iterdir() if (p / "EXPECTED.json").is_file())
 SHARED_SEVEN = {
@@ -39,16 +41,6 @@ def _expected(name: str) -> dict[str, Any]:
 def _source(name: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((WILD / name / "SOURCE.json").read_text("utf-8"))
     return data
-
-
-def _readings(label: dict[str, Any]) -> list[tuple[str, list[str]]]:
-    """The labelled reading plus, for an ambiguous record, every alternative."""
-    out = [(label["effective_status"], sorted(label.get("successors", [])))]
-    if label.get("ambiguous"):
-        out += [
-            (a["effective_status"], sorted(a.get("successors", []))) for a in label["alternatives"]
-        ]
-    return out
 
 
 def test_at_least_fifteen_folders_disjoint_from_shared_and_training() -> None:
@@ -74,19 +66,7 @@ def test_folder_has_its_provenance_and_licence(name: str) -> None:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_folder_agrees_with_every_label(name: str) -> None:
-    expected = _expected(name)
-    graph = build_graph(WILD / name)
-    wrong = []
-    for path, label in expected.items():
-        rec = graph.by_path.get(path)
-        if rec is None:
-            wrong.append(f"{path}: not taken for an ADR")
-            continue
-        got = (rec.status, sorted(rec.successors))
-        if got not in _readings(label):
-            wrong.append(f"{path}: got {got}, labelled {_readings(label)}")
-    extra = sorted(set(graph.by_path) - set(expected))
-    assert not extra, f"files taken for ADRs but not labelled: {extra}"
+    wrong = disagreements(WILD / name, _expected(name))
     assert not wrong, "\n".join(wrong)
 
 
