@@ -157,6 +157,41 @@ def fake_api() -> Iterator[tuple[str, list[str]]]:
         server.server_close()
 
 
+def claude_env(home: Path, tmp_path: Path, api_url: str, **extra: str) -> dict[str, str]:
+    """Claude Code's environment in a test: a private home and config folder, the
+    stand-in Messages API, no telemetry or updates, the hook pointed at ``home``."""
+    env = hook_env(
+        home,
+        HOME=str(tmp_path / "home"),
+        CLAUDE_CONFIG_DIR=str(tmp_path / "claude-config"),
+        ANTHROPIC_BASE_URL=api_url,
+        ANTHROPIC_API_KEY="sk-ant-test-dummy",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        DISABLE_AUTOUPDATER="1",
+        DISABLE_TELEMETRY="1",
+        DISABLE_ERROR_REPORTING="1",
+        CLAUDE_CODE_ENABLE_TELEMETRY="0",
+        # Wiring, not speed, is tested here: the CI box may be busy.
+        PRECEDENTS_HOOK_BUDGET_MS="5000",
+        **extra,
+    )
+    env.pop("CLAUDECODE", None)
+    return env
+
+
+def run_claude(exe: Path, project: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """``claude -p RELATED`` in ``project``, one turn."""
+    return subprocess.run(
+        [str(exe), "-p", RELATED, "--max-turns", "1"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+
+
 @pytest.mark.slow
 def test_claude_code_sends_the_injected_note(
     tmp_path: Path,
@@ -171,30 +206,7 @@ def test_claude_code_sends_the_injected_note(
     report = install(settings_file, claude=str(claude_bin))
     try:
         assert report.exec_form  # this Claude Code takes `args`
-        env = hook_env(
-            dev_state.home,
-            HOME=str(tmp_path / "home"),
-            CLAUDE_CONFIG_DIR=str(tmp_path / "claude-config"),
-            ANTHROPIC_BASE_URL=url,
-            ANTHROPIC_API_KEY="sk-ant-test-dummy",
-            CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-            DISABLE_AUTOUPDATER="1",
-            DISABLE_TELEMETRY="1",
-            DISABLE_ERROR_REPORTING="1",
-            CLAUDE_CODE_ENABLE_TELEMETRY="0",
-            # Wiring, not speed, is tested here: the CI box may be busy.
-            PRECEDENTS_HOOK_BUDGET_MS="5000",
-        )
-        env.pop("CLAUDECODE", None)
-        proc = subprocess.run(
-            [str(claude_bin), "-p", RELATED, "--max-turns", "1"],
-            cwd=project,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-            check=False,
-        )
+        proc = run_claude(claude_bin, project, claude_env(dev_state.home, tmp_path, url))
     finally:
         install(settings_file, uninstall=True)
     messages = [b for b in bodies if CONTEXT_MARK in b]

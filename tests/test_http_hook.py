@@ -13,7 +13,6 @@ import json
 import os
 import socket
 import stat
-import subprocess
 import sys
 import threading
 import time
@@ -45,7 +44,6 @@ from tests.conftest_daemon import (  # noqa: E402 - after the rewrite registrati
     DevState,
     FakeRecall,
     copy_state,
-    hook_env,
     prompt_json,
     run_hook,
     run_in_thread,
@@ -56,6 +54,8 @@ from tests.test_claude_code_e2e import (  # noqa: E402
     CONTEXT_MARK,
     FakeApi,
     claude_bin,  # noqa: F401 - the fixture that installs Claude Code from npm
+    claude_env,
+    run_claude,
 )
 
 pytest_plugins = ["tests.conftest_daemon"]
@@ -426,31 +426,10 @@ def test_claude_code_posts_to_the_daemon(
     threading.Thread(target=api.serve_forever, daemon=True).start()
     try:
         with running_daemon(home):
-            env = hook_env(
-                home,
-                HOME=str(tmp_path / "home"),
-                CLAUDE_CONFIG_DIR=str(tmp_path / "claude-config"),
-                ANTHROPIC_BASE_URL=f"http://127.0.0.1:{api.server_address[1]}",
-                ANTHROPIC_API_KEY="sk-ant-test-dummy",
-                CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-                DISABLE_AUTOUPDATER="1",
-                DISABLE_TELEMETRY="1",
-                DISABLE_ERROR_REPORTING="1",
-                CLAUDE_CODE_ENABLE_TELEMETRY="0",
-                PRECEDENTS_HOOK_BUDGET_MS="5000",
-                **{TOKEN_ENV: token},
-            )
-            env.pop("CLAUDECODE", None)
+            api_url = f"http://127.0.0.1:{api.server_address[1]}"
+            env = claude_env(home, tmp_path, api_url, **{TOKEN_ENV: token})
             started = time.monotonic()
-            proc = subprocess.run(
-                [str(exe), "-p", RELATED, "--max-turns", "1"],
-                cwd=project,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=180,
-                check=False,
-            )
+            proc = run_claude(exe, project, env)
             assert time.monotonic() - started < 170
     finally:
         install(settings_file, uninstall=True)
