@@ -157,5 +157,9 @@ def test_session_list_footer_names_a_command_that_lists_every_live_adr(
     monkeypatch.chdir(adr_dir.parents[1])  # the repository root, as in a session
     result = runner.invoke(app, m.group(2).split())
     assert result.exit_code == 0, result.output
-    live = [ln for ln in result.output.splitlines() if " live " in ln]
-    assert [ln.split()[0] for ln in live] == ["ADR-0002"]
+    lines = result.output.splitlines()
+    assert [ln.split()[0] for ln in lines if " live " in ln] == ["ADR-0002"]
+    # Only the live ones: the list's footer points at exactly what it left out.
+    assert all(" live " in ln for ln in lines if ln.startswith("ADR-"))
+    bad = runner.invoke(app, ["adr", "list", "--status", "alive"])
+    assert bad.exit_code == 2 and "--status must be one of" in bad.output

@@ -14,10 +14,10 @@ from typing import Annotated, Any
 
 import typer
 
-from precedents.adr_graph import AdrGraph, AdrRecord, build_graph, default_adr_dir
+from precedents.adr_graph import STATUSES, AdrGraph, AdrRecord, build_graph, default_adr_dir
 from precedents.cli.common import JsonOpt, add_commands, print_json
 from precedents.config import Settings, load_settings
-from precedents.errors import PrecedentsError
+from precedents.errors import PrecedentsError, UsageError
 from precedents.secrets import mask_secrets
 
 DirOption = Annotated[
@@ -52,13 +52,25 @@ def _line(rec: AdrRecord) -> str:
     return f"{rec.label:<12} {rec.status:<21} {rec.title}{mark}  ({rec.path})"
 
 
-def list_cmd(dir: DirOption = None, json_out: JsonOpt = False) -> None:
+def list_cmd(
+    dir: DirOption = None,
+    status: Annotated[
+        str | None,
+        typer.Option(help=f"Only records of this effective status ({', '.join(STATUSES)})."),
+    ] = None,
+    json_out: JsonOpt = False,
+) -> None:
     """Every ADR with its effective status, successors and mark; other files apart."""
+    if status is not None and status not in STATUSES:
+        raise UsageError(f"--status must be one of {', '.join(STATUSES)}, not {status!r}")
     graph = _graph(dir)
+    shown = [rec for rec in graph if status is None or rec.status == status]
     if json_out:
-        print_json(graph.as_dict())
+        data = graph.as_dict()
+        data["records"] = [r.as_dict() for r in shown]
+        print_json(data)
         return
-    for rec in graph:
+    for rec in shown:
         typer.echo(_line(rec))
     if graph.non_adrs:
         typer.echo("\nnot ADRs:")

@@ -362,7 +362,8 @@ def _fit_session(parts: list[LineParts]) -> str | None:
     keep = min(len(parts), SESSION_MAX_ADRS)
     while keep >= 0:
         omitted = len(parts) - keep
-        footer = LineParts(f"… and {omitted} more live ADRs: `precedents adr list`", "", "", "")
+        more = f"… and {omitted} more live ADRs: `precedents adr list --status live`"
+        footer = LineParts(more, "", "", "")
         lines = parts[:keep] + ([footer] if omitted else [])
         text = fit_lines(lines, SESSION_CAP_BYTES, EVENT_SESSION, header=SESSION_HEADER)
         if text is not None and len(text.splitlines()) - 1 == len(lines):
