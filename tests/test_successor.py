@@ -84,7 +84,7 @@ def test_the_session_list_says_how_many_it_left_out() -> None:
     lines = text.splitlines()
     shown = len(lines) - 2
     assert 0 < shown <= SESSION_MAX_ADRS
-    assert lines[-1] == f"… and {60 - shown} more live ADRs: `precedents adr list`"
+    assert lines[-1] == f"… and {60 - shown} more live ADRs: `precedents adr list --status live`"
     assert printed_bytes(text, EVENT_SESSION) <= SESSION_CAP_BYTES
     few = _fit_session(parts[:3])
     assert few is not None and "more live ADRs" not in few and len(few.splitlines()) == 4
