@@ -24,7 +24,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from precedents.cli.daemon import record_http_port, register
+from precedents.cli.daemon import register
+from precedents.config import record_http_port
 from precedents.errors import UsageError
 from precedents.hook.install import TOKEN_ENV, TOKEN_HEADER, install, is_ours
 from precedents.protocol import hook_output

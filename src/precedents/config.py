@@ -315,3 +315,19 @@ def load_settings(
     changes = _from_file(_read_toml(config_file or home / CONFIG_FILE))
     changes |= _from_env(os.environ)
     return replace(Settings(home=home), **changes).with_overrides(**overrides)
+
+
+def record_http_port(config: Path, port: int) -> None:
+    """Add ``http_port = N`` to config.toml, above its first table, leaving the rest as it is."""
+    try:
+        lines = config.read_text(encoding="utf-8").splitlines(keepends=True)
+    except FileNotFoundError:
+        lines = []
+    at = next((i for i, line in enumerate(lines) if line.lstrip().startswith("[")), len(lines))
+    if at and not lines[at - 1].endswith("\n"):
+        lines[at - 1] += "\n"
+    lines.insert(at, f"http_port = {port}\n")
+    config.parent.mkdir(parents=True, exist_ok=True)
+    tmp = config.with_name(config.name + ".precedents-tmp")
+    tmp.write_text("".join(lines), encoding="utf-8")
+    os.replace(tmp, config)

@@ -12,7 +12,7 @@ from typing import Annotated
 import typer
 
 from precedents.cli.common import JsonOpt, add_commands, print_json
-from precedents.config import CONFIG_FILE, Settings, load_settings
+from precedents.config import CONFIG_FILE, Settings, load_settings, record_http_port
 from precedents.errors import UsageError
 
 
@@ -173,22 +173,6 @@ def _http_setup(settings: Settings) -> str:
         record_http_port(settings.home / CONFIG_FILE, port)
     ensure_secret(settings.home)
     return hook_url(port)
-
-
-def record_http_port(config: Path, port: int) -> None:
-    """Add ``http_port = N`` to config.toml, above its first table, leaving the rest as it is."""
-    try:
-        lines = config.read_text(encoding="utf-8").splitlines(keepends=True)
-    except FileNotFoundError:
-        lines = []
-    at = next((i for i, line in enumerate(lines) if line.lstrip().startswith("[")), len(lines))
-    if at and not lines[at - 1].endswith("\n"):
-        lines[at - 1] += "\n"
-    lines.insert(at, f"http_port = {port}\n")
-    config.parent.mkdir(parents=True, exist_ok=True)
-    tmp = config.with_name(config.name + ".precedents-tmp")
-    tmp.write_text("".join(lines), encoding="utf-8")
-    os.replace(tmp, config)
 
 
 def _http_notes(settings: Settings, url: str) -> None:
