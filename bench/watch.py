@@ -7,7 +7,12 @@ ones, alternating) whose front-matter name is unique, then polls a separate
 that path under that name. Query vectors are computed before the clock starts:
 what is measured is watchdog + debounce + embedding + commit + reader refresh.
 
-    .venv/bin/python bench/watch.py [--runs 30] [--quiet 0.3]
+With ``--daemon`` the reader is the real query daemon (a subprocess, as the
+hook starts it), asked with `query` until it answers with the note: the
+daemon reads the store through an export child (recall/exported.py), so this
+is the figure a user meets.
+
+    .venv/bin/python bench/watch.py [--runs 30] [--quiet 0.3] [--daemon]
 
 SPEC §7 bar: p95 <= 2 s.
 """
@@ -18,6 +23,7 @@ import argparse
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -45,12 +51,48 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(rank, len(ordered)) - 1]
 
 
+def start_daemon(settings: object) -> subprocess.Popen[bytes]:
+    """The query daemon as a subprocess over the same state, once it answers."""
+    from precedents import protocol
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "precedents.query_daemon"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    run_dir = settings.run_dir  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if protocol.ask({"op": "ping"}, 2, run_dir).get("ready"):
+                return proc
+        except protocol.Unavailable:
+            pass
+        time.sleep(0.1)
+    proc.kill()
+    raise SystemExit("the daemon did not become ready")
+
+
+def ask_daemon(settings: object, text: str, project: str) -> list[tuple[str, str]]:
+    """(path, name) of the daemon's top 5 for ``text`` in ``project``."""
+    from precedents import protocol
+
+    answer = protocol.ask(
+        {"op": "query", "text": text, "project": project, "k": 5},
+        5,
+        settings.run_dir,  # type: ignore[attr-defined]
+    )
+    return [(r["path"], r.get("name", "")) for r in answer.get("results", [])]
+
+
 def main() -> int:
     """Run the benchmark and print p50/p95/max."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--quiet", type=float, default=0.3, help="note debounce, seconds")
     parser.add_argument("--timeout", type=float, default=30.0, help="give up on one run")
+    parser.add_argument("--daemon", action="store_true", help="poll the real query daemon")
     args = parser.parse_args()
     if not DEV_NOTES.is_dir():
         print(f"dev notes not found at {DEV_NOTES}", file=sys.stderr)
@@ -92,6 +134,7 @@ def main() -> int:
         f"{watcher.stats.chunks_embedded} chunks in {time.perf_counter() - started:.1f}s"
     )
     reader = Store(settings.index_dir, model.model_id, model.dimension, reader=True)
+    daemon = start_daemon(settings) if args.daemon else None
     existing = sorted(notes.glob("*.md"))
 
     plans = []
@@ -113,9 +156,13 @@ def main() -> int:
             path.write_text(text, encoding="utf-8")
             while True:
                 q0 = time.perf_counter()
-                hits = search(reader, vector, [project], k=5, kinds=["note"])
+                if daemon is None:
+                    hits = search(reader, vector, [project], k=5, kinds=["note"])
+                    found = [(h.record.path, h.record.name) for h in hits]
+                else:
+                    found = ask_daemon(settings, f"{name}\n{text.splitlines()[2]}", project)
                 polls.append(time.perf_counter() - q0)
-                if any(h.record.path == str(path) and h.record.name == name for h in hits):
+                if (str(path), name) in found:
                     latencies.append(time.perf_counter() - t0)
                     break
                 if time.perf_counter() - t0 > args.timeout:
@@ -124,6 +171,9 @@ def main() -> int:
                 time.sleep(0.01)
             time.sleep(0.2)  # let the next write start a fresh debounce window
     finally:
+        if daemon is not None:
+            daemon.terminate()
+            daemon.wait(30)
         watcher.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -244,7 +244,7 @@ def test_auto_context_is_what_the_daemon_answers(
 
 
 @pytest.mark.slow
-def test_sees_another_process_index_update_within_a_second(
+def test_sees_another_process_index_update_within_two_seconds(
     tmp_path: Path, dev_state: DevState, embedder: Any
 ) -> None:
     home = tmp_path / "state"
@@ -274,7 +274,9 @@ def test_sees_another_process_index_update_within_a_second(
                 seen = time.monotonic() - committed
                 break
             time.sleep(0.05)
-        assert seen is not None and seen <= 1.0, seen
+        # SPEC §7: a saved note searchable within 2 s (the daemon exports the store
+        # in a child process, recall/exported.py; bench/watch.py --daemon measures it).
+        assert seen is not None and seen <= 2.0, seen
     finally:
         stop_daemon(proc)
 

@@ -357,13 +357,12 @@ class Daemon:
             if self._recall_factory is not None:
                 recall = self._recall_factory(self.settings)
             else:
-                # LanceDB's import (~0.5-1.2 s on 2 cores) overlaps the model's load
-                # instead of following it: start → ready is ~0.4 s shorter.
-                lance = threading.Thread(target=_import_lancedb, name="import", daemon=True)
-                lance.start()
                 from precedents.recall.core import Recall
 
-                recall = Recall(self.settings, batch=True)
+                # Exported: the vectors come from a child process that reads the
+                # store while the model loads here, so LanceDB (~130 MiB) is never
+                # resident in the daemon (recall/exported.py).
+                recall = Recall(self.settings, batch=True, exported=True)
         except PrecedentsError as exc:
             log.error("cannot serve: %s", exc)
             self.stop(f"error: {exc}")
@@ -496,11 +495,8 @@ class Daemon:
         if op == "query":
             return self._query(request)
         if op == "status":
-            # Imported here: the daemon answers `ping` before the heavy modules load.
-            from precedents.store.summary import summarize
-
-            store = self.recall.store if self.recall is not None else None
-            return {"ok": store is not None, "summary": summarize(store) if store else None}
+            summary = self.recall.summary() if self.recall is not None else None
+            return {"ok": summary is not None, "summary": summary}
         if op == "index":
             return self._index(request)
         if op not in ("context", "session"):
@@ -562,16 +558,10 @@ class Daemon:
 
         started = time.perf_counter()
         indexed = index_note(self.settings, self.recall.embedder, Path(path), project)
-        self.recall.refresh()  # searchable from the next question on
+        self.recall.refresh(now=True)  # searchable from the next question on
         ms = round((time.perf_counter() - started) * 1000, 1)
         log.info("answer %s", json.dumps({"op": "index", "indexed": indexed, "ms": ms}))
         return {"ok": True, "indexed": indexed}
-
-
-def _import_lancedb() -> None:
-    # The store reports a missing LanceDB, with its own message, when it opens.
-    with contextlib.suppress(ImportError):
-        import lancedb  # noqa: F401 - imported for its side effect: loaded once, here
 
 
 def serve(

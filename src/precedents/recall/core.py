@@ -20,11 +20,12 @@ from typing import Any
 
 from precedents.config import Settings
 from precedents.embedding import Embedder, load_embedder
-from precedents.errors import StoreError
+from precedents.errors import ModelMismatch, StoreError
 from precedents.kinds import DOCUMENT_KINDS, Kind
 from precedents.protocol import EVENT_SESSION, MIN_PROMPT_CHARS, clip_prompt
 from precedents.recall.batcher import Batcher, Ranked, Work
 from precedents.recall.crosslingual import CrossLingual
+from precedents.recall.exported import Exporter
 from precedents.recall.format import LineParts, fit_lines, format_context, line_parts
 from precedents.recall.marks import AdrMarks
 from precedents.recall.mute import MuteList
@@ -37,11 +38,13 @@ from precedents.recall.vectors import (
     SecondScores,
     VectorSnapshot,
 )
+from precedents.snapshot_file import fingerprint
 from precedents.sources import project_keys, project_root
 from precedents.store import DocumentHit, DocumentRecord, Store
 
 log = logging.getLogger("precedents.daemon")
 
+SNAPSHOT_FILE = "snapshot.npz"
 SESSION_CAP_BYTES = 2048
 SESSION_MAX_ADRS = 40
 SESSION_HEADER = (
@@ -113,8 +116,18 @@ class Recall:
         embedder: Embedder | None = None,
         *,
         batch: bool = False,
+        exported: bool = False,
     ) -> None:
+        """``batch``: embed concurrent questions together (the daemon). ``exported``: read
+        the vectors from a child process's export, never LanceDB (the daemon; see
+        :mod:`precedents.recall.exported`)."""
         self.settings = settings
+        self._exporter: Exporter | None = None
+        self._summary: dict[str, Any] | None = None
+        if exported:
+            self._exporter = Exporter(settings.index_dir, settings.cache_dir / SNAPSHOT_FILE)
+            if fingerprint(settings.index_dir) is not None:
+                self._exporter.start()  # reads the store while the model loads
         self.embedder = embedder or load_embedder(settings.model, settings.device)
         self.thresholds = settings.thresholds_for(self.embedder.model_id)
         self.relevance = Relevance.for_model(self.embedder.model_id)
@@ -161,9 +174,14 @@ class Recall:
         with self._refresh_lock:
             return self._open_store()
 
-    def refresh(self) -> bool:
-        """Reload the vectors if the store changed since the last load; True when it did."""
+    def refresh(self, *, now: bool = False) -> bool:
+        """Reload the vectors if the store changed since the last load; True when it did.
+
+        ``now`` (exported mode): read the store in this process, at once — after the
+        daemon itself wrote to it (`remember`), which already loaded LanceDB here."""
         with self._refresh_lock:
+            if self._exporter is not None:
+                return self._refresh_exported(self._exporter, now)
             store = self._open_store()
             if store is None:
                 return False
@@ -192,6 +210,78 @@ class Recall:
                 (time.perf_counter() - started) * 1000,
             )
             return True
+
+    def _refresh_exported(self, exporter: Exporter, now: bool) -> bool:
+        stamp = fingerprint(self.settings.index_dir)
+        if stamp is None:
+            self.store_problem = StoreError(
+                f"no index at {self.settings.index_dir}; run `precedents reindex` first"
+            )
+            return False
+        if stamp == self._snapshot.version and not now:
+            return False
+        if now:
+            return self._load_here(stamp)
+        if not exporter.due(stamp):
+            return False
+        try:
+            exported = exporter.run()
+        except StoreError as exc:
+            log.warning("exporting the index failed (%s); retrying", exc)
+            self.store_problem = exc
+            return False
+        if exported is None:
+            self.store_problem = StoreError("the index records no model; run `precedents reindex`")
+            return False
+        mine = (self.embedder.model_id, self.embedder.dimension)
+        if (exported.model, exported.dimension) != mine:
+            self.store_problem = ModelMismatch(
+                f"the index was built with {exported.model} ({exported.dimension}d), not "
+                f"{self.embedder.model_id}; run `precedents reindex --full`"
+            )
+            return False
+        self.store_problem = None
+        self._snapshot = VectorSnapshot.from_parts(
+            exported.fingerprint,
+            exported.meta,
+            exported.matrix,
+            exported.second_ids,
+            exported.second_vectors,
+        )
+        self._summary = exported.summary
+        self.marks.invalidate()
+        log.info(
+            "index exported and loaded: %d chunks in %.0f ms",
+            self._snapshot.rows,
+            exporter.last_seconds * 1000,
+        )
+        return True
+
+    def _load_here(self, stamp: str) -> bool:
+        from precedents.store.summary import summarize
+
+        store = self._open_store()
+        if store is None:
+            return False
+        try:
+            snapshot = VectorSnapshot.load(store)
+            self._summary = summarize(store)
+        finally:
+            self._store = None  # its open tables are not kept (exported mode holds none)
+        snapshot.version = stamp  # the fingerprint taken before reading, as an export does
+        self._snapshot = snapshot
+        self.marks.invalidate()
+        return True
+
+    def summary(self) -> dict[str, Any] | None:
+        """What the store holds (`precedents status`): from the last export in exported
+        mode, else read from the store now; None while there is no usable index."""
+        if self._exporter is not None:
+            return self._summary
+        from precedents.store.summary import summarize
+
+        store = self.store
+        return summarize(store) if store is not None else None
 
     @property
     def snapshot(self) -> VectorSnapshot:
@@ -351,9 +441,11 @@ class Recall:
         return _fit_session(parts)
 
     def close(self) -> None:
-        """Stop the embedding worker."""
+        """Stop the embedding worker and any export."""
         if self._batcher is not None:
             self._batcher.close()
+        if self._exporter is not None:
+            self._exporter.close()
 
 
 def _fit_session(parts: list[LineParts]) -> str | None:

@@ -72,8 +72,22 @@ class VectorSnapshot:
         if matrix is None:
             matrix = np.zeros((0, store.dimension), dtype=np.float32)
         ids, vectors = store.second_vectors(wanted)
+        return cls.from_parts(version, meta, matrix, ids, vectors)
+
+    @classmethod
+    def from_parts(
+        cls,
+        version: Any,
+        meta: list[dict[str, Any]],
+        matrix: NDArray[np.float32],
+        second_ids: Sequence[str],
+        second_vectors: NDArray[np.float32],
+    ) -> VectorSnapshot:
+        """A snapshot of chunk rows, their vectors, and the multilingual vectors of some
+        chunks by chunk id (``doc_id#chunk_index``), as the store or its export holds them."""
+        ids = second_ids
         row_of = {f"{m['doc_id']}#{m['chunk_index']}": i for i, m in enumerate(meta)} if ids else {}
-        second = {row_of[c]: vectors[k] for k, c in enumerate(ids) if c in row_of}
+        second = {row_of[c]: second_vectors[k] for k, c in enumerate(ids) if c in row_of}
         return cls(version=version, meta=meta, matrix=matrix, second=second)
 
     @property

@@ -36,10 +36,13 @@ from precedents.store.schema import (
     FILES,
     FILES_SCHEMA,
     META,
+    META_COLUMNS,
     META_SCHEMA,
     DocumentRecord,
     FileRecord,
     chunks_schema,
+    count_files,
+    rows_and_matrix,
 )
 from precedents.store.second import SECOND, SecondVectors, second_schema
 
@@ -48,19 +51,6 @@ log = logging.getLogger("precedents.store")
 WRITE_BATCH_ROWS = 1024
 COMPACT_EVERY_COMMITS = 50
 CLEANUP_MARGIN = timedelta(minutes=10)
-# What a search hands back of a chunk row (everything but its text and vector).
-_META_COLUMNS = (
-    "doc_id",
-    "kind",
-    "project",
-    "path",
-    "name",
-    "description",
-    "date",
-    "adr_id",
-    "chunk_index",
-)
-
 
 _LANCE_ERRORS = (OSError, ValueError, RuntimeError)
 T = TypeVar("T")
@@ -440,15 +430,7 @@ class Store:
     @_translated
     def counts(self) -> dict[tuple[str, str], dict[str, int]]:
         """Documents and chunks per (kind, project)."""
-        tbl = self._files.to_arrow()
-        out: dict[tuple[str, str], dict[str, int]] = {}
-        for row in tbl.to_pylist():
-            key = (row["kind"], row["project"])
-            entry = out.setdefault(key, {"files": 0, "documents": 0, "chunks": 0})
-            entry["files"] += 1
-            entry["documents"] += 1 if row["chunks"] else 0
-            entry["chunks"] += int(row["chunks"] or 0)
-        return out
+        return count_files(self._files.to_arrow())
 
     def size_bytes(self) -> int:
         """Bytes on disk, every version included."""
@@ -459,13 +441,9 @@ class Store:
         self, projects: Sequence[str]
     ) -> tuple[list[dict[str, Any]], NDArray[np.float32]]:
         """Metadata rows and the vector matrix of the given projects (for in-memory search)."""
-        cols = [*_META_COLUMNS, "vector"]
+        cols = [*META_COLUMNS, "vector"]
         tbl = self._chunks.search().where(_in_list("project", projects)).select(cols)
-        arrow = tbl.limit(None).to_arrow()
-        vec_col = arrow.column("vector").combine_chunks()
-        matrix = vec_col.values.to_numpy(zero_copy_only=False).reshape(-1, self.dimension)
-        meta = arrow.drop_columns(["vector"]).to_pylist()
-        return meta, np.ascontiguousarray(matrix, dtype=np.float32)
+        return rows_and_matrix(tbl.limit(None).to_arrow(), self.dimension)
 
     @_translated
     def second_vectors(self, projects: Sequence[str]) -> tuple[list[str], NDArray[np.float32]]:

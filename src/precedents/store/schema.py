@@ -6,7 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+from numpy.typing import NDArray
 
 from precedents.errors import StoreError
 from precedents.kinds import KINDS as _KINDS
@@ -19,6 +21,20 @@ META = "meta"
 
 
 KINDS = _KINDS  # re-exported: the store validates rows against it
+
+# What a search hands back of a chunk row, and what the daemon keeps in memory
+# (everything but its text, vector and hash).
+META_COLUMNS = (
+    "doc_id",
+    "kind",
+    "project",
+    "path",
+    "name",
+    "description",
+    "date",
+    "adr_id",
+    "chunk_index",
+)
 
 
 def chunks_schema(dimension: int) -> pa.Schema:
@@ -127,3 +143,25 @@ class DocumentHit:
             "adr_id": r.adr_id,
             "score": round(self.score, 4),
         }
+
+
+def count_files(files: pa.Table) -> dict[tuple[str, str], dict[str, int]]:
+    """Files, documents (files with chunks) and chunks per (kind, project) of a file table."""
+    out: dict[tuple[str, str], dict[str, int]] = {}
+    for row in files.to_pylist():
+        key = (row["kind"], row["project"])
+        entry = out.setdefault(key, {"files": 0, "documents": 0, "chunks": 0})
+        entry["files"] += 1
+        entry["documents"] += 1 if row["chunks"] else 0
+        entry["chunks"] += int(row["chunks"] or 0)
+    return out
+
+
+def rows_and_matrix(
+    chunks: pa.Table, dimension: int
+) -> tuple[list[dict[str, Any]], NDArray[np.float32]]:
+    """Chunk rows read with ``META_COLUMNS`` and ``vector``: metadata dicts and one matrix."""
+    vec_col = chunks.column("vector").combine_chunks()
+    matrix = vec_col.values.to_numpy(zero_copy_only=False).reshape(-1, dimension)
+    meta = chunks.drop_columns(["vector"]).to_pylist()
+    return meta, np.ascontiguousarray(matrix, dtype=np.float32)

@@ -7,12 +7,19 @@ without the CLI importing LanceDB) and the in-process fallback say the same.
 from __future__ import annotations
 
 import time
-from typing import Any
-
-from precedents.store.collection import Store
+from typing import Any, Protocol
 
 
-def summarize(store: Store) -> dict[str, Any]:
+class Countable(Protocol):
+    """What a summary reads: the :class:`~precedents.store.Store`, or the export child's
+    read-only view of the same tables (:mod:`precedents.store.export`)."""
+
+    def counts(self) -> dict[tuple[str, str], dict[str, int]]: ...
+    def size_bytes(self) -> int: ...
+    def meta(self) -> dict[str, str]: ...
+
+
+def summarize(store: Countable) -> dict[str, Any]:
     """Documents and chunks by kind and by project, the store's size and its stamps."""
     info: dict[str, Any] = {"kinds": {}, "projects": {}, "documents": 0, "chunks": 0}
     for (kind, proj), c in sorted(store.counts().items()):

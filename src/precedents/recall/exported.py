@@ -1,0 +1,118 @@
+"""The daemon's way to the store's vectors: a child process exports them to a file.
+
+The daemon runs for hours; LanceDB would cost it ~130 MiB for the whole time
+(:mod:`precedents.snapshot_file` says where). Instead a child process
+(:mod:`precedents.store.export`, ~2 s, most of it LanceDB's import) writes the
+vectors to one file, the daemon reads it with numpy, and the child's memory
+goes back to the system. In-process callers (eval, `query` without a daemon,
+MCP) keep reading the store directly: they are short-lived.
+
+While the watcher commits in bulk (a first index), exports are spaced: after
+one that took *t* seconds the next starts no sooner than *t* seconds later,
+so they take at most half of one core; a single save is exported at the next
+refresh tick. Questions are answered from the last snapshot meanwhile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from precedents import snapshot_file
+from precedents.errors import StoreError
+from precedents.snapshot_file import Exported, SnapshotFileError
+
+log = logging.getLogger(__name__)
+
+SPACING = 1.0  # minimum gap between exports, as a multiple of the last one's duration
+MIN_GAP_S = 0.25
+EXPORT_TIMEOUT_S = 300.0
+NO_INDEX = 3  # the child's exit status when there is no usable index (store/export.py)
+
+
+class Exporter:
+    """Runs the export child for one store and reads what it wrote."""
+
+    def __init__(self, index_dir: Path, out: Path) -> None:
+        """``out``: the snapshot file (in the state's cache folder, private to the user)."""
+        self.index_dir = index_dir
+        self.out = out
+        self._child: subprocess.Popen[bytes] | None = None
+        self._started = 0.0
+        self._finished = 0.0
+        self._last_s = 0.0
+        self._tried: str | None = None  # the fingerprint of the last export that found no index
+        self.exports = 0
+
+    def start(self) -> None:
+        """Start an export in the background unless one is running (the daemon calls this
+        before its model loads, so the two overlap)."""
+        if self._child is not None:
+            return
+        self._started = time.monotonic()
+        self._child = subprocess.Popen(
+            [sys.executable, "-m", "precedents.store.export", str(self.index_dir), str(self.out)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+
+    def due(self, stamp: str | None) -> bool:
+        """Whether the store at ``stamp`` should be exported now (not too soon after the
+        last export; never again for a stamp that was found to hold no index)."""
+        if stamp is None or stamp == self._tried:
+            return False
+        if self._child is not None:
+            return True  # already started: collect it
+        gap = max(MIN_GAP_S, SPACING * self._last_s)
+        return time.monotonic() - self._finished >= gap
+
+    def run(self) -> Exported | None:
+        """Finish the running export (starting one if none runs) and read its file; None
+        when there is no usable index yet. A failure is a :class:`StoreError`."""
+        self.start()
+        child = self._child
+        assert child is not None
+        try:
+            took, err = child.communicate(timeout=EXPORT_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.communicate()
+            raise StoreError(f"exporting the index took over {EXPORT_TIMEOUT_S:.0f} s") from None
+        finally:
+            self._child = None
+            self._finished = time.monotonic()
+            self._last_s = self._finished - self._started
+        # The child's own time: the first export is collected only once the model
+        # has loaded, and that wait is not the export's cost.
+        with contextlib.suppress(ValueError):
+            self._last_s = min(self._last_s, float(took.decode().strip() or "x"))
+        self.exports += 1
+        if child.returncode == NO_INDEX:
+            self._tried = snapshot_file.fingerprint(self.index_dir)
+            return None
+        if child.returncode != 0:
+            line = err.decode("utf-8", "replace").strip().splitlines()
+            raise StoreError(line[-1] if line else f"export exited with {child.returncode}")
+        self._tried = None
+        try:
+            return snapshot_file.read(self.out)
+        except SnapshotFileError as exc:
+            raise StoreError(f"the exported index could not be read: {exc}") from exc
+
+    @property
+    def last_seconds(self) -> float:
+        """How long the last export took (child start to file read)."""
+        return self._last_s
+
+    def close(self) -> None:
+        """Stop a running export (the daemon is exiting) and remove the file."""
+        child, self._child = self._child, None
+        if child is not None:
+            child.kill()
+            child.communicate()
+        self.out.unlink(missing_ok=True)

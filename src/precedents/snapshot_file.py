@@ -1,0 +1,136 @@
+"""The store's vectors as one plain file, so the daemon never loads LanceDB.
+
+Why: LanceDB and its open tables are ~130 MiB of the daemon's memory (import
+77 MiB, four open tables 37 MiB, Arrow read buffers), more than the model. The
+daemon only ever needs every chunk's vector and metadata, which it keeps in
+numpy anyway (:mod:`precedents.recall.vectors`). So a short-lived child
+process (:mod:`precedents.store.export`) reads the store and writes this file;
+the daemon reads it with numpy alone and the child's memory goes back to the
+system when it exits.
+
+When: the daemon compares :func:`fingerprint` — the newest manifest names of
+the chunk tables, read from the folder without LanceDB — with the one of the
+file it holds, and exports again when they differ.
+
+Format: an uncompressed ``.npz`` holding the matrix, the multilingual vectors
+and one JSON header (format, fingerprint, model, metadata rows, summary).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+FORMAT = 1
+# The tables whose commits change what a question can find (store/schema.py,
+# store/second.py name them; literal here so this module never imports pyarrow).
+WATCHED_TABLES = ("chunks", "chunks_second")
+
+
+class SnapshotFileError(Exception):
+    """The file is missing, torn or of another format (export it again)."""
+
+
+@dataclass
+class Exported:
+    """What the export child read from the store."""
+
+    fingerprint: str
+    model: str
+    dimension: int
+    meta: list[dict[str, Any]]
+    matrix: NDArray[np.float32]
+    second_ids: list[str] = field(default_factory=list)
+    second_vectors: NDArray[np.float32] = field(
+        default_factory=lambda: np.zeros((0, 0), dtype=np.float32)
+    )
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def fingerprint(index_dir: Path) -> str | None:
+    """Which commit of the chunk tables the store is at, from file names alone.
+
+    LanceDB writes one manifest per commit into ``<table>.lance/_versions``;
+    the newest name changes with every commit, and a cleanup of old versions
+    only changes the count (a harmless extra export). None when there is no
+    chunk table yet.
+    """
+    parts = []
+    for table in WATCHED_TABLES:
+        try:
+            names = [n for n in os.listdir(index_dir / f"{table}.lance" / "_versions")]
+        except OSError:
+            if table == WATCHED_TABLES[0]:
+                return None
+            names = []
+        manifests = sorted(n for n in names if n.endswith(".manifest"))
+        edge = f"{manifests[0]}..{manifests[-1]}" if manifests else "-"
+        parts.append(f"{table}:{len(manifests)}:{edge}")
+    return " ".join(parts)
+
+
+def write(path: Path, snap: Exported) -> None:
+    """Write ``snap`` to ``path`` atomically (0600): a reader never sees half a file."""
+    header = {
+        "format": FORMAT,
+        "fingerprint": snap.fingerprint,
+        "model": snap.model,
+        "dimension": snap.dimension,
+        "meta": snap.meta,
+        "second_ids": snap.second_ids,
+        "summary": snap.summary,
+    }
+    raw = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".snapshot-", suffix=".npz", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            np.savez(
+                out,
+                header=raw,
+                matrix=np.ascontiguousarray(snap.matrix, dtype=np.float32),
+                second=np.ascontiguousarray(snap.second_vectors, dtype=np.float32),
+            )
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def read(path: Path) -> Exported:
+    """The snapshot in ``path``; :class:`SnapshotFileError` when it cannot be used."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            header = json.loads(bytes(data["header"]).decode("utf-8"))
+            matrix = np.ascontiguousarray(data["matrix"], dtype=np.float32)
+            second = np.ascontiguousarray(data["second"], dtype=np.float32)
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
+        raise SnapshotFileError(f"{path}: {exc}") from exc
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise SnapshotFileError(f"{path}: not a format-{FORMAT} snapshot")
+    try:
+        snap = Exported(
+            fingerprint=str(header["fingerprint"]),
+            model=str(header["model"]),
+            dimension=int(header["dimension"]),
+            meta=list(header["meta"]),
+            matrix=matrix.reshape(-1, int(header["dimension"])),
+            second_ids=[str(i) for i in header["second_ids"]],
+            second_vectors=second,
+            summary=dict(header["summary"]),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SnapshotFileError(f"{path}: bad header ({exc})") from exc
+    if len(snap.meta) != len(snap.matrix) or len(snap.second_ids) != len(snap.second_vectors):
+        raise SnapshotFileError(f"{path}: rows and vectors disagree")
+    return snap
