@@ -2,7 +2,7 @@
 
 Starts ``python -m precedents.query_daemon`` on a state folder (default: a new
 one holding the dev notes plus synthetic rows up to ``--chunks``, built as in
-bench/hook.py), waits until it is ready, asks 100 questions, and reads
+bench/hook.py), waits until it is ready, asks 1,000 questions (``--questions``), and reads
 VmRSS / VmHWM from /proc (Linux).
 
     .venv/bin/python bench/daemon_rss.py [--home DIR] [--chunks 10000]
@@ -43,6 +43,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--home", type=Path)
     parser.add_argument("--chunks", type=int, default=10_000)
+    parser.add_argument("--questions", type=int, default=1_000)
     args = parser.parse_args()
     if not Path("/proc/self/status").exists():
         print("skipped: needs /proc (Linux)")
@@ -70,7 +71,10 @@ def main() -> int:
         time.sleep(1)
         idle = proc_memory(daemon.pid)
         texts = bench.questions()  # type: ignore[attr-defined]
-        for i in range(100):
+        checkpoints: dict[int, dict[str, float]] = {}
+        for i in range(args.questions):
+            if i in (100, 500):
+                checkpoints[i] = proc_memory(daemon.pid)
             protocol.ask(
                 {"op": "context", "prompt": texts[i % len(texts)], "cwd": bench.PROJECT},  # type: ignore[attr-defined]
                 10,
@@ -83,7 +87,8 @@ def main() -> int:
     result = {
         "ready_after_s": round(ready_s, 1),
         "idle_mib": idle,
-        "after_100_questions_mib": after,
+        **{f"after_{n}_questions_mib": m for n, m in checkpoints.items()},
+        f"after_{args.questions}_questions_mib": after,
         "chunks": args.chunks if args.home is None else "as in --home",
     }
     print(json.dumps(result, indent=2))

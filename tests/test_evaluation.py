@@ -59,6 +59,7 @@ def test_shared_sets_assemble_rank_and_score(home: Path, tmp_path: Path) -> None
     # Everything is shown (no threshold): a replaced ADR is still never shown unmarked.
     figures = score(run, Thresholds(min_top=-1.0, min_gap=-1.0, wide_gap=-1.0, near_top=2.0))
     assert figures["trap: not shown unmarked"] == {"ok": 10, "n": 10, "rate": 1.0}
+    assert figures["trap: handled (marked with successor, or successor shown)"]["n"] == 9
     assert figures["unrelated (all): nothing injected"]["ok"] == 0
     assert figures["unrelated (situational, padded): nothing injected"]["n"] == 30
     best, tuned = tune(run, grid=((0.2, 0.9), (0.0,), (0.1,)))
@@ -121,3 +122,23 @@ def test_a_folder_that_is_no_set_is_refused(home: Path, tmp_path: Path) -> None:
         prepare(load_settings(), [tmp_path / "empty"], embedder=FakeEmbedder())  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="no such eval set folder"):
         prepare(load_settings(), [tmp_path / "missing"], embedder=FakeEmbedder())  # type: ignore[arg-type]
+
+
+def test_a_trap_is_handled_by_a_mark_naming_its_successor_or_by_the_successor() -> None:
+    from precedents.evaluation import Message, _tally
+
+    trap = Message(
+        "t1", "use the --input flag", "superseded_trap",
+        trap="adrs/0045.md", successor="adrs/0057.md", group="situational",
+    )  # fmt: skip
+    key = "trap: handled (marked with successor, or successor shown)"
+
+    def handled(shown: dict[str, str]) -> bool:
+        tally: dict[str, bool] = {}
+        _tally(lambda k, ok: tally.__setitem__(k, ok), trap, [], shown)
+        return tally[key]
+
+    assert handled({"adrs/0045.md": "- adr  Input flag ⚠️superseded → ADR-0057 (0045.md)"})
+    assert handled({"adrs/0057.md": "- adr  Positional input (0057.md)"})
+    assert not handled({"adrs/0045.md": "- adr  Input flag ⚠️superseded (0045.md)"})
+    assert not handled({})

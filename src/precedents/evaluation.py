@@ -20,6 +20,7 @@ Figures, by message kind:
 - ``paraphrase``: the expected record ranked first, in the top 3, injected;
 - ``situational``: an expected record in the top 3 (bar 85%) and injected (80%);
 - ``superseded_trap``: a shown trap carries its mark (always); successor shown (bonus);
+  handled: marked with a mark naming its successor, or the successor shown;
 - ``unrelated``: nothing injected (bar 85%); padded copies (``padded_from``)
   are reported apart, so a decision that leans on length shows up.
 
@@ -270,6 +271,13 @@ def _tally(
         add("trap: not shown unmarked", m.trap not in shown or marked)
         if m.successor:
             add("trap: successor shown (bonus)", m.successor in shown)
+            # Issue #9's goal: the old decision shown with a mark that names its
+            # successor ("⚠️superseded → ADR-0057"), or the successor itself shown.
+            named = marked and "→" in shown[m.trap]
+            add(
+                "trap: handled (marked with successor, or successor shown)",
+                named or m.successor in shown,
+            )
     elif m.kind == "unrelated":
         add(f"unrelated ({m.group}{', padded' if m.padded else ''}): nothing injected", not shown)
         add("unrelated (all): nothing injected", not shown)
