@@ -313,7 +313,7 @@ def train(
 
 def quiet_threshold(scores_by_group: list[np.ndarray]) -> float:
     """The lowest threshold that keeps QUIET of every group at or below it."""
-    return max(float(np.quantile(s, QUIET)) for s in scores_by_group if len(s))
+    return max(float(np.quantile(s, QUIET, method="higher")) for s in scores_by_group if len(s))
 
 
 def rerank(
