@@ -135,3 +135,25 @@ def test_thresholds_are_taken_from_the_argument() -> None:
     loose = Thresholds(min_top=0.3, min_gap=0.01, wide_gap=0.05, near_top=0.1)
     sel = select([hit("a", 0.40), hit("b", 0.35), *filler(10, 0.3)], loose, PROJECT)
     assert sel.reason == "wide" and names(sel) == ["a", "b"]
+
+
+def test_a_changed_decision_is_shown_a_little_below_the_thresholds() -> None:
+    old, new = hit("0045-input-flag", 0.46, "adr"), hit("0057-positional-input", 0.44, "adr")
+    other = hit("0012-logging", 0.43, "adr")
+
+    def successors(record: DocumentRecord) -> list[DocumentRecord]:
+        return [new.record] if record.path == old.record.path else []
+
+    hits = [old, other, new, *filler(8, 0.40)]
+    plain = select(hits, T, PROJECT)
+    assert plain.reason == "below-top" and not plain.injected  # without the graph: off
+    sel = select(hits, T, PROJECT, successors=successors)
+    assert sel.reason == "changed" and sel.byte_cap == NARROW_CAP_BYTES
+    assert names(sel) == ["0045-input-flag", "0057-positional-input"]
+    # Only when both rank in the top 3, and never far below min_top.
+    crowded = [old, hit("b", 0.455), hit("c", 0.445), new]  # the successor ranks 4th
+    assert not select(crowded, T, PROJECT, successors=successors).chosen
+    low = [hit("0045-input-flag", 0.39, "adr"), hit("0057-positional-input", 0.38, "adr")]
+    assert not select(low, T, PROJECT, successors=successors).injected
+    # A live ADR ranked above its replaced one does not need the rule to name it.
+    assert select([new, old], T, PROJECT, successors=lambda r: []).reason == "below-top"

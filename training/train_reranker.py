@@ -313,7 +313,10 @@ def train(
 
 def quiet_threshold(scores_by_group: list[np.ndarray]) -> float:
     """The lowest threshold that keeps QUIET of every group at or below it."""
-    return max(float(np.quantile(s, QUIET, method="higher")) for s in scores_by_group if len(s))
+    # inverted_cdf: the smallest score with at least QUIET of the group at or below it
+    return max(
+        float(np.quantile(s, QUIET, method="inverted_cdf")) for s in scores_by_group if len(s)
+    )
 
 
 def rerank(
@@ -620,15 +623,17 @@ def latency(layers: int, epochs: int, use_prior: bool, log: Any) -> None:
             "p95_ms": round(float(np.percentile(times, 95)), 2),
             "MiB": round(path.stat().st_size / 2**20, 1),
         }
+    tok(["warm up"], ["the tokenizer"])
     t = time.perf_counter()
-    tok(
-        ["a developer message about a signup route"] * 10,
-        ["record text " * 60] * 10,
-        truncation="longest_first",
-        max_length=MAX_LEN,
-        padding=True,
-    )
-    result["tokenize_ms"] = round((time.perf_counter() - t) * 1000, 2)
+    for _ in range(20):
+        tok(
+            ["a developer message about a signup route"] * 10,
+            ["record text " * 60] * 10,
+            truncation="longest_first",
+            max_length=MAX_LEN,
+            padding=True,
+        )
+    result["tokenize_ms"] = round((time.perf_counter() - t) * 1000 / 20, 2)
     result["loadavg"] = os.getloadavg()
     log(json.dumps(result))
     (OUT / f"latency-L{layers}.json").write_text(json.dumps(result, indent=1))

@@ -236,8 +236,9 @@ def score(run: EvalRun, thresholds: Thresholds) -> dict[str, Any]:
 
     for r in run.ranked:
         m = r.message
-        selection = select(r.hits, thresholds, r.set.project, r.relevance)
         marks = r.set.marks
+        successors = marks.successors_for if marks is not None else None
+        selection = select(r.hits, thresholds, r.set.project, r.relevance, successors)
         text = (
             format_context(selection, marks.mark_for, marks.successors_for)
             if marks is not None

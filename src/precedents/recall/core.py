@@ -403,7 +403,9 @@ class Recall:
             return Answer(None, skipped="no-index", project=root)
         hits, relevance, embed_ms, search_ms = self._ranked(text, tuple(project_keys(root)))
         ranked = time.perf_counter()
-        selection = select(self._unmuted(hits), self.thresholds, root, relevance)
+        selection = select(
+            self._unmuted(hits), self.thresholds, root, relevance, self.marks.successors_for
+        )
         text_out = format_context(selection, self.marks.mark_for, self.marks.successors_for)
         done = time.perf_counter()
         return Answer(

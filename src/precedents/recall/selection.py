@@ -18,6 +18,12 @@ Decisions where the SPEC is silent, written down here and in docs/daemon.md:
   takes its place in score order among the at most 3 chosen.
 - With fewer than two documents, the missing ranks of the mean count as 0, so
   a single document above ``min_top`` stands out (gap = top).
+- A changed decision speaks up a little earlier: when nothing clears the
+  thresholds but a replaced ADR *and* the live ADR that replaced it both rank
+  in the top 3, with the top within ``CHANGED_MARGIN`` below ``min_top``, the
+  two are shown ("changed"). Both decisions of one topic ranking together is
+  evidence the message is about that decision, and silence there lets the
+  agent follow the replaced one — the mistake ADR marks exist to prevent.
 - "A current-project note close to the top goes before a shared rule": a note
   of the current project whose score is within ``near_top`` of the top moves
   ahead of every shared rule (project ``*``) ranked above it; nothing else is
@@ -27,18 +33,22 @@ Decisions where the SPEC is silent, written down here and in docs/daemon.md:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from precedents.config import Thresholds
 from precedents.kinds import DOCUMENT_KINDS
-from precedents.store.schema import SHARED_PROJECT, DocumentHit
+from precedents.store.schema import SHARED_PROJECT, DocumentHit, DocumentRecord
 
 MAX_SHOWN = 3
 MAX_CONVERSATIONS = 1
 NARROW_CAP_BYTES = 1024
 WIDE_CAP_BYTES = 2048
 GAP_RANKS = 10  # ranks 2..11
+CHANGED_MARGIN = 0.10  # how far below min_top a changed decision may still be shown
+
+# The live ADR(s) that replaced a record (recall.marks.AdrMarks.successors_for).
+Successors = Callable[[DocumentRecord], Sequence[DocumentRecord]]
 
 
 @dataclass(frozen=True)
@@ -49,7 +59,8 @@ class Selection:
     byte_cap: int  # 0 when nothing is chosen
     top: float  # best score among notes/rules/ADRs (0.0 if none)
     gap: float  # top - mean(ranks 2..11) over notes/rules/ADRs only
-    reason: str  # "irrelevant" | "below-top" | "small-gap" | "narrow" | "wide" | "empty"
+    # "irrelevant" | "below-top" | "small-gap" | "changed" | "narrow" | "wide" | "empty"
+    reason: str
     relevance: float | None = None  # the learned score the decision used, if any
 
     @property
@@ -72,6 +83,7 @@ def select(
     thresholds: Thresholds,
     current_project: str,
     relevance: float | None = None,
+    successors: Successors | None = None,
 ) -> Selection:
     """Apply the SPEC §5 selection rule to ``hits`` (all kinds, any order).
 
@@ -82,6 +94,9 @@ def select(
     ``current_project`` is the project root the query was made for; a note of
     that project (or of an unresolved Claude Code key of it) counts as the
     current project's for ordering ahead of shared rules.
+
+    ``successors`` (the ADR graph's) lets a changed decision be shown below the
+    thresholds (see the module docstring); without it the rule is off.
     """
     ranked = sorted(hits, key=lambda h: -h.score)
     docs = [h for h in ranked if h.record.kind in DOCUMENT_KINDS]
@@ -95,10 +110,12 @@ def select(
         and relevance < thresholds.min_relevance
     ):
         return Selection((), 0, top, gap, "irrelevant", relevance)
-    if top < thresholds.min_top:
-        return Selection((), 0, top, gap, "below-top", relevance)
-    if gap < thresholds.min_gap:
-        return Selection((), 0, top, gap, "small-gap", relevance)
+    if top < thresholds.min_top or gap < thresholds.min_gap:
+        changed = _changed_decision(docs, thresholds, successors)
+        if changed:
+            return Selection(changed, NARROW_CAP_BYTES, top, gap, "changed", relevance)
+        reason = "below-top" if top < thresholds.min_top else "small-gap"
+        return Selection((), 0, top, gap, reason, relevance)
 
     floor = top - thresholds.near_top
     wide = gap >= thresholds.wide_gap
@@ -127,6 +144,24 @@ def select(
         "wide" if wide else "narrow",
         relevance,
     )
+
+
+def _changed_decision(
+    docs: list[DocumentHit], thresholds: Thresholds, successors: Successors | None
+) -> tuple[DocumentHit, ...]:
+    """A replaced ADR and its live successor, both in the top 3 (score order), or ()."""
+    if successors is None or docs[0].score < thresholds.min_top - CHANGED_MARGIN:
+        return ()
+    head = docs[:MAX_SHOWN]
+    by_path = {h.record.path: h for h in head}
+    for hit in head:
+        if hit.record.kind != "adr":
+            continue
+        for live in successors(hit.record):
+            other = by_path.get(live.path)
+            if other is not None and other is not hit:
+                return tuple(sorted((hit, other), key=lambda h: -h.score))
+    return ()
 
 
 def _is_current_note(hit: DocumentHit, current_project: str) -> bool:

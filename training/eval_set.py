@@ -1,0 +1,98 @@
+"""Lay the training data out as one `precedents eval` set: a check on data the dev sets never saw.
+
+    python training/eval_set.py [OUT]      (default: .state/train-set)
+    .venv/bin/precedents eval --set .state/train-set
+
+The rules, ADRs and notes of ``training/data`` (notes/, rules/, adrs/ with
+one folder per ADR repository, as the shared situational set has them) and
+every message: situational and paraphrase messages with their record (and its
+``also`` alternatives), the superseded traps, and the unrelated messages of
+all three parts with their padded copies. A selection rule chosen by looking
+at the dev sets' failures is checked here before it ships: the figures are on
+records and messages that were written apart from the dev sets
+(``tests/test_training_data.py`` proves the two are disjoint).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "training" / "data"
+PARTS = {"rules": "rules", "adrs": "adrs", "notes": "notes"}
+
+
+def _jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def _copy(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if not dst.exists() or dst.read_bytes() != src.read_bytes():
+        shutil.copyfile(src, dst)
+
+
+def _id(part: str, record: str) -> str:
+    """``records/x.md`` of a part -> the set's record id ``<part>/x.md``."""
+    return f"{part}/{record.removeprefix('records/')}"
+
+
+def _record_file(part: str, record: Path) -> str:
+    # Rules are indexed from .md/.mdc only; a record without an extension is a
+    # Markdown file (one SmartBear ADR), so it gets one here.
+    name = record.name if record.suffix in (".md", ".mdc") else f"{record.name}.md"
+    return str(record.relative_to(DATA / part / "records").with_name(name))
+
+
+def build(out: Path) -> Path:
+    """Write the set into ``out`` (files copied only when they differ); returns ``out``."""
+    messages: list[dict[str, Any]] = []
+    for part, folder in PARTS.items():
+        records = DATA / part / "records"
+        renamed: dict[str, str] = {}
+        for src in sorted(p for p in records.rglob("*") if p.is_file()):
+            rel = _record_file(part, src)
+            renamed[str(src.relative_to(DATA / part))] = f"records/{rel}"
+            _copy(src, out / folder / rel)
+        for row in _jsonl(DATA / part / "pairs.jsonl"):
+            rec = renamed.get(row["record"], row["record"])
+            msg: dict[str, Any] = {"id": f"{part}-{row['id']}", "text": row["text"]}
+            if row["kind"] == "superseded_trap":
+                msg.update(kind="superseded_trap", trap=_id(part, rec))
+                if row.get("successor"):
+                    successor = renamed.get(row["successor"], row["successor"])
+                    msg["successor"] = _id(part, successor)
+            else:
+                also = [renamed.get(a, a) for a in row.get("also", [])]
+                msg.update(
+                    kind="situational" if row["kind"] == "situational" else "paraphrase",
+                    expected=[_id(part, r) for r in (rec, *also)],
+                    group=f"train-{part}",
+                )
+            messages.append(msg)
+        for row in _jsonl(DATA / part / "unrelated.jsonl"):
+            msg = {"id": f"{part}-{row['id']}", "text": row["text"], "kind": "unrelated"}
+            msg["group"] = f"train-{part}"
+            if row.get("padded_from"):
+                msg["padded_from"] = row["padded_from"]
+            messages.append(msg)
+    lines = "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in messages)
+    target = out / "messages.jsonl"
+    if not target.exists() or target.read_text(encoding="utf-8") != lines:
+        target.write_text(lines, encoding="utf-8")
+    return out
+
+
+def main(argv: list[str]) -> int:
+    """Build the set and print its folder."""
+    out = Path(argv[0]) if argv else ROOT / ".state" / "train-set"
+    print(build(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
