@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from precedents import protocol, snapshot_file
-from precedents.errors import ModelMismatch
+from precedents.errors import ModelMismatch, StoreError
 from precedents.recall.core import Recall
 from precedents.recall.exported import Exporter
 from precedents.recall.vectors import VectorSnapshot
@@ -178,6 +178,13 @@ def test_exported_mode_reports_a_model_mismatch(
     try:
         assert isinstance(recall.store_problem, ModelMismatch)
         assert recall.snapshot.rows == 0
+        exports = recall._exporter.exports if recall._exporter else 0
+        time.sleep(0.6)
+        assert not recall.refresh()  # the mismatched store is not exported again ...
+        assert recall._exporter is not None and recall._exporter.exports == exports
+        _add(store, "/n/b.md", ["beta"], fake_embedder, "p")
+        assert not recall.refresh()  # ... until it changes (then it is checked again)
+        assert recall._exporter.exports == exports + 1
     finally:
         recall.close()
 
@@ -234,3 +241,18 @@ def test_the_daemon_never_maps_lancedb_and_still_sees_new_notes(
     assert "index exported and loaded" in log
     assert not (home / "cache" / "snapshot.npz").exists()
     assert json.dumps("Rotate the JWT") not in log  # the note's text is never logged
+
+
+def test_a_damaged_store_is_retried_with_backoff(tmp_path: Path) -> None:
+    index = tmp_path / "index"
+    (index / "chunks.lance" / "_versions").mkdir(parents=True)
+    (index / "chunks.lance" / "_versions" / "1.manifest").write_bytes(b"garbage")
+    (index / "meta.lance").mkdir()  # looks like a store, is not one
+    exporter = Exporter(index, tmp_path / "snap.npz")
+    stamp = snapshot_file.fingerprint(index)
+    for failures in (1, 2):
+        exporter._finished = 0.0  # as if the gap had passed
+        with pytest.raises(StoreError, match="export failed"):
+            exporter.run()
+        assert exporter.last_seconds >= 2.0**failures  # the next try waits that long
+        assert not exporter.due(stamp)

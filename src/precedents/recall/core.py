@@ -235,6 +235,7 @@ class Recall:
             return False
         mine = (self.embedder.model_id, self.embedder.dimension)
         if (exported.model, exported.dimension) != mine:
+            exporter.reject(exported.fingerprint)
             self.store_problem = ModelMismatch(
                 f"the index was built with {exported.model} ({exported.dimension}d), not "
                 f"{self.embedder.model_id}; run `precedents reindex --full`"

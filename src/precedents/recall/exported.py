@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 SPACING = 1.0  # minimum gap between exports, as a multiple of the last one's duration
 MIN_GAP_S = 0.25
 EXPORT_TIMEOUT_S = 300.0
+MAX_BACKOFF_S = 60.0
 NO_INDEX = 3  # the child's exit status when there is no usable index (store/export.py)
 
 
@@ -46,6 +47,7 @@ class Exporter:
         self._finished = 0.0
         self._last_s = 0.0
         self._tried: str | None = None  # the fingerprint of the last export that found no index
+        self._failures = 0
         self.exports = 0
 
     def start(self) -> None:
@@ -96,13 +98,23 @@ class Exporter:
             self._tried = snapshot_file.fingerprint(self.index_dir)
             return None
         if child.returncode != 0:
+            # A damaged store fails every time: back off (up to a minute) instead
+            # of spending a core on it; a repair changes the fingerprint anyway.
+            self._failures += 1
+            self._last_s = max(self._last_s, min(MAX_BACKOFF_S, 2.0**self._failures))
             line = err.decode("utf-8", "replace").strip().splitlines()
             raise StoreError(line[-1] if line else f"export exited with {child.returncode}")
+        self._failures = 0
         self._tried = None
         try:
             return snapshot_file.read(self.out)
         except SnapshotFileError as exc:
             raise StoreError(f"the exported index could not be read: {exc}") from exc
+
+    def reject(self, stamp: str) -> None:
+        """Export ``stamp`` no more (its index was built with another model); a change
+        of the store exports again."""
+        self._tried = stamp
 
     @property
     def last_seconds(self) -> float:
