@@ -1,0 +1,117 @@
+"""What the daemon answers, op by op (the socket and HTTP transports both call here).
+
+Ops: ``ping`` (at once, even while loading), ``stop``, ``context`` (the
+UserPromptSubmit hook), ``session`` (SessionStart), ``query`` (`precedents
+query`), ``status`` (`precedents status`) and ``index`` (`remember`). The
+log records ids, sizes, scores and timings, never a prompt's text.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from precedents import __version__
+from precedents.config import Settings
+
+log = logging.getLogger("precedents.daemon")
+
+
+class Answers:
+    """The ops, as a part of :class:`~precedents.query_daemon.server.Daemon`."""
+
+    settings: Settings
+    recall: Any  # recall.Recall once loaded, None before
+    _last_question: float
+
+    def stop(self, reason: str = "stopped") -> None:  # pragma: no cover - Daemon's
+        """Ask the daemon to exit."""
+        raise NotImplementedError
+
+    def _dispatch(self, request: dict[str, Any]) -> dict[str, Any]:
+        op = request.get("op")
+        if op == "ping":
+            return {
+                "ok": True,
+                "pid": os.getpid(),
+                "version": __version__,
+                "ready": self.recall is not None,
+                "model": self.settings.model,
+            }
+        if op == "stop":
+            self.stop("asked to stop")
+            return {"ok": True}
+        if op == "query":
+            return self._query(request)
+        if op == "status":
+            summary = self.recall.summary() if self.recall is not None else None
+            return {"ok": summary is not None, "summary": summary}
+        if op == "index":
+            return self._index(request)
+        if op not in ("context", "session"):
+            return {"ok": False, "error": f"unknown op {op!r}"}
+        self._last_question = time.monotonic()
+        cwd = request.get("cwd")
+        if not isinstance(cwd, str) or not cwd:
+            return {"ok": False, "error": "cwd missing"}
+        if self.recall is None:
+            log.info("answer %s", json.dumps({"op": op, "reason": "starting"}))
+            return {"ok": True, "context": None, "starting": True}
+        if op == "session":
+            started = time.perf_counter()
+            text = self.recall.session_context(cwd)
+            log.info(
+                "answer %s",
+                json.dumps(
+                    {
+                        "op": op,
+                        "bytes": len(text.encode()) if text else 0,
+                        "ms": round((time.perf_counter() - started) * 1000, 1),
+                    }
+                ),
+            )
+            return {"ok": True, "context": text}
+        prompt = request.get("prompt")
+        if not isinstance(prompt, str):
+            return {"ok": False, "error": "prompt missing"}
+        answer = self.recall.context(prompt, cwd)
+        # Ids, bytes, scores, timings and the prompt's length only: never its text.
+        log.info("answer %s", json.dumps({"op": op, "chars": len(prompt), **answer.log_fields()}))
+        return {"ok": True, "context": answer.context}
+
+    def _query(self, request: dict[str, Any]) -> dict[str, Any]:
+        """`precedents query` through the warm model: ranked records, as the CLI prints them."""
+        text, project, k = request.get("text"), request.get("project"), request.get("k", 5)
+        if not isinstance(text, str) or not isinstance(k, int) or k < 1:
+            return {"ok": False, "error": "text and k missing"}
+        if project is not None and not isinstance(project, str):
+            return {"ok": False, "error": "project must be a path or null"}
+        if self.recall is None:
+            return {"ok": False, "error": "starting"}
+        self._last_question = time.monotonic()
+        started = time.perf_counter()
+        answer = self.recall.query(text, project, min(k, 100))
+        ms = round((time.perf_counter() - started) * 1000, 1)
+        log.info("answer %s", json.dumps({"op": "query", "chars": len(text), "ms": ms}))
+        return {"ok": True, **answer}
+
+    def _index(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Index one note now with the warm model (`remember`): the save is searchable in
+        well under a second, not after a model load. Takes the writer lock like any writer."""
+        path, project = request.get("path"), request.get("project")
+        if not isinstance(path, str) or not isinstance(project, str) or not path.endswith(".md"):
+            return {"ok": False, "error": "path (.md) and project missing"}
+        if self.recall is None:
+            return {"ok": False, "error": "starting"}
+        from precedents.indexer import index_note
+
+        started = time.perf_counter()
+        indexed = index_note(self.settings, self.recall.embedder, Path(path), project)
+        self.recall.refresh(now=True)  # searchable from the next question on
+        ms = round((time.perf_counter() - started) * 1000, 1)
+        log.info("answer %s", json.dumps({"op": "index", "indexed": indexed, "ms": ms}))
+        return {"ok": True, "indexed": indexed}
