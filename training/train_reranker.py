@@ -17,12 +17,15 @@ better and decides "does anything apply" better than the cosine.
 - Training: binary cross-entropy on (message, record) pairs: label 1 for the
   expected record and its ``also`` records (added when the cosine top-10 missed
   them), label 0 for the 3 hardest other candidates and one random other one;
-  for an unrelated message label 0 for its cosine top 3.
+  for an unrelated message label 0 for its cosine top 3. By default the score
+  is the cross-encoder logit plus a learned ``a * (cosine - b)`` (the cosine as
+  a prior); ``--no-prior`` scores with the logit alone.
 - ``--cv``: train on two parts, test on the held-out third. For held-out
   situational messages: top-3 by cosine vs after reranking the top 10, and
   "injected" = expected record in the top 3 and the top score above the
   threshold that keeps 85% of the part's unrelated messages quiet, plain and
-  padded each (cosine top score vs reranker top logit).
+  padded each (cosine top score vs reranker top score; "hybrid" = cosine order,
+  the reranker's best score over the cosine top 3 decides).
 - ``--dev``: one model on all three parts, then the dev eval set ranked by the
   product (``precedents.evaluation.prepare``) is reranked: situational top-3
   and injected (threshold keeping >= 85% of each unrelated group quiet), and
