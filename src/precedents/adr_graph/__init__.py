@@ -11,14 +11,9 @@ all import it cheaply and call the same code::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from precedents.adr_graph.chain import AdrChainError
-from precedents.adr_graph.graph import (
-    CONVENTIONAL_DIRS,
-    AdrGraph,
-    build_graph,
-    default_adr_dir,
-    find_adr_dirs,
-)
 from precedents.adr_graph.model import (
     DEPRECATED,
     LIVE,
@@ -32,7 +27,40 @@ from precedents.adr_graph.model import (
     Finding,
     NonAdr,
 )
-from precedents.adr_graph.status import decide
+
+if TYPE_CHECKING:
+    from precedents.adr_graph.graph import (
+        CONVENTIONAL_DIRS,
+        AdrGraph,
+        build_graph,
+        default_adr_dir,
+        find_adr_dirs,
+    )
+    from precedents.adr_graph.status import decide
+
+# The parser, the status rule and the cache load on first use: every CLI
+# command imports this package (for STATUSES), and only `adr` commands build
+# a graph (~0.12 s of imports on a 2-core box).
+_LAZY = {
+    "CONVENTIONAL_DIRS": "graph",
+    "AdrGraph": "graph",
+    "build_graph": "graph",
+    "default_adr_dir": "graph",
+    "find_adr_dirs": "graph",
+    "decide": "status",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CONVENTIONAL_DIRS",

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from precedents.adr_graph import STATUSES, AdrGraph, AdrRecord, build_graph, default_adr_dir
+from precedents.adr_graph import STATUSES, AdrRecord
 from precedents.cli.common import JsonOpt, add_commands, print_json
 from precedents.config import Settings, load_settings
 from precedents.errors import PrecedentsError, UsageError
 from precedents.secrets import mask_secrets
+
+if TYPE_CHECKING:
+    from precedents.adr_graph import AdrGraph
 
 DirOption = Annotated[
     Path | None,
@@ -40,6 +43,9 @@ def _settings() -> Settings | None:
 
 def _graph(folder: Path | None) -> AdrGraph:
     """The graph of ``folder``, else of the configured or conventional ADR folder here."""
+    # Imported here: the graph's parser loads only for `adr` commands (CLI start).
+    from precedents.adr_graph import build_graph, default_adr_dir
+
     settings = _settings()
     if folder is None:
         folder = default_adr_dir(Path.cwd(), settings.adrs if settings else ())
