@@ -216,7 +216,8 @@ def test_the_daemon_never_maps_lancedb_and_still_sees_new_notes(
     with running_daemon(home) as daemon:
         maps = _maps(daemon.pid)
         assert "onnxruntime" in maps or "torch" in maps  # the model is there ...
-        assert "lancedb" not in maps and "/lance/" not in maps  # ... LanceDB is not
+        assert "lancedb" not in maps and "/lance/" not in maps  # ... LanceDB is not,
+        assert "libarrow" not in maps  # nor pyarrow (the row types are Arrow-free)
         status = protocol.ask({"op": "status"}, 10, home / "run")
         assert status["ok"] and status["summary"]["chunks"] > 100
 

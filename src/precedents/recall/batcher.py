@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 
-from precedents.store.schema import DocumentHit
+from precedents.store.rows import DocumentHit
 
 Work = tuple[str, tuple[str, ...]]  # (prompt, project keys)
 # (hits, relevance of the top-ranked records or None, embed ms, search ms)

@@ -16,7 +16,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from precedents.config import Settings
 from precedents.embedding import Embedder, load_embedder
@@ -40,7 +40,10 @@ from precedents.recall.vectors import (
 )
 from precedents.snapshot_file import fingerprint
 from precedents.sources import project_keys, project_root
-from precedents.store import DocumentHit, DocumentRecord, Store
+from precedents.store.rows import DocumentHit, DocumentRecord
+
+if TYPE_CHECKING:
+    from precedents.store import Store
 
 log = logging.getLogger("precedents.daemon")
 
@@ -153,6 +156,8 @@ class Recall:
 
     def _open_store(self) -> Store | None:
         if self._store is None:
+            from precedents.store import Store  # not in the daemon (exported mode)
+
             try:
                 self._store = Store(
                     self.settings.index_dir,

@@ -29,7 +29,7 @@ from pathlib import PurePath
 
 from precedents.protocol import EVENT_PROMPT, HEADER, printed_bytes
 from precedents.recall.selection import Selection
-from precedents.store.schema import DocumentRecord
+from precedents.store.rows import DocumentRecord
 
 ELLIPSIS = "…"
 

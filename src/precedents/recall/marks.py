@@ -18,7 +18,7 @@ from typing import Any
 
 from precedents.adr_graph import build_graph
 from precedents.secrets import mask_secrets
-from precedents.store.schema import DocumentRecord
+from precedents.store.rows import DocumentRecord
 
 log = logging.getLogger("precedents.daemon")
 

@@ -37,8 +37,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from precedents.config import Thresholds
-from precedents.kinds import DOCUMENT_KINDS
-from precedents.store.schema import SHARED_PROJECT, DocumentHit, DocumentRecord
+from precedents.kinds import DOCUMENT_KINDS, SHARED_PROJECT
+from precedents.store.rows import DocumentHit, DocumentRecord
 
 MAX_SHOWN = 3
 MAX_CONVERSATIONS = 1

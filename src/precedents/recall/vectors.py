@@ -21,13 +21,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from threading import Lock
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from precedents.kinds import Kind
-from precedents.store import DocumentHit, DocumentRecord, Store
+from precedents.store.rows import DocumentHit, DocumentRecord
+
+if TYPE_CHECKING:
+    from precedents.store import Store
 
 # A question's multilingual vectors (one row each) and the calibration of their cosines.
 SecondScores = tuple[NDArray[np.float32], Callable[[NDArray[np.float32]], NDArray[np.float32]]]

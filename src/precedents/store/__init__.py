@@ -2,24 +2,51 @@
 
 Knows LanceDB and pyarrow, takes vectors as arrays; imports neither the model
 nor the daemon. Ranking lives in :mod:`precedents.recall`.
+
+The row types (:mod:`.rows`) load with the package; the store itself (and so
+pyarrow) on first use of ``Store``, ``open_store`` and the rest: the daemon
+ranks rows it reads from an export file and never needs them.
 """
 
-from precedents.store.collection import Store
-from precedents.store.opening import (
-    LazyStore,
-    VectorModel,
-    beside,
-    open_store,
-    recover,
-    switch_in,
-)
-from precedents.store.schema import (
-    KINDS,
-    SHARED_PROJECT,
-    DocumentHit,
-    DocumentRecord,
-    FileRecord,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from precedents.kinds import KINDS, SHARED_PROJECT
+from precedents.store.rows import DocumentHit, DocumentRecord, FileRecord
+
+if TYPE_CHECKING:
+    from precedents.store.collection import Store
+    from precedents.store.opening import (
+        LazyStore,
+        VectorModel,
+        beside,
+        open_store,
+        recover,
+        switch_in,
+    )
+
+_LAZY = {
+    "Store": "collection",
+    "LazyStore": "opening",
+    "VectorModel": "opening",
+    "beside": "opening",
+    "open_store": "opening",
+    "recover": "opening",
+    "switch_in": "opening",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "KINDS",

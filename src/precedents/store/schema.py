@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from precedents.errors import StoreError
 from precedents.kinds import KINDS as _KINDS
 from precedents.kinds import SHARED_PROJECT as SHARED_PROJECT
-from precedents.kinds import Kind, is_kind
+from precedents.store.rows import DocumentHit as DocumentHit
+from precedents.store.rows import DocumentRecord as DocumentRecord
+from precedents.store.rows import FileRecord as FileRecord
 
 CHUNKS = "chunks"
 FILES = "files"
@@ -73,76 +72,6 @@ FILES_SCHEMA = pa.schema(
 META_SCHEMA = pa.schema(
     [pa.field("key", pa.string(), nullable=False), pa.field("value", pa.string())]
 )
-
-
-@dataclass(frozen=True)
-class DocumentRecord:
-    """What is known about one indexed document, the same on each of its chunks."""
-
-    kind: Kind
-    project: str
-    path: str
-    name: str
-    description: str = ""
-    date: str = ""
-    adr_id: str = ""
-
-    @property
-    def doc_id(self) -> str:
-        """A document is its source file."""
-        return self.path
-
-    @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> DocumentRecord:
-        """The document a chunk row (from LanceDB or the daemon's copy) belongs to."""
-        kind = row["kind"]
-        if not is_kind(kind):
-            raise StoreError(f"a row of {row['path']!r} has no known kind ({kind!r})")
-        return cls(
-            kind=kind,
-            project=row["project"],
-            path=row["path"],
-            name=row["name"] or "",
-            description=row["description"] or "",
-            date=row["date"] or "",
-            adr_id=row["adr_id"] or "",
-        )
-
-
-@dataclass(frozen=True)
-class FileRecord:
-    """One row of the file table: what was indexed from a source file, by content hash."""
-
-    path: str
-    kind: Kind
-    project: str
-    sha256: str
-    size: int
-    chunks: int
-    indexed_at: float
-
-
-@dataclass(frozen=True)
-class DocumentHit:
-    """A search result: one document, scored by its best chunk (cosine similarity)."""
-
-    record: DocumentRecord
-    score: float
-    chunk_index: int
-
-    def to_json(self) -> dict[str, object]:
-        """The ``precedents query --json`` shape of one result."""
-        r = self.record
-        return {
-            "kind": r.kind,
-            "project": r.project,
-            "path": r.path,
-            "name": r.name,
-            "description": r.description,
-            "date": r.date,
-            "adr_id": r.adr_id,
-            "score": round(self.score, 4),
-        }
 
 
 def count_files(files: pa.Table) -> dict[tuple[str, str], dict[str, int]]:
