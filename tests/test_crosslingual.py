@@ -101,6 +101,14 @@ def test_an_english_question_finds_a_japanese_note(
         assert ranked[0].score > alone[japanese]
     finally:
         recall.close()
+    # The daemon's Recall (batch) loads the multilingual model with the vectors that need
+    # it, before the first question, and the exported snapshot ranks the same.
+    daemon = Recall(load_settings(), embedder, batch=True, exported=True)  # type: ignore[arg-type]
+    try:
+        assert daemon.crosslingual is not None and daemon.crosslingual._model is not None
+        assert daemon.rank(QUESTION, tmp_path, k=1)[0].record.path == japanese
+    finally:
+        daemon.close()
 
     # Rewritten in English, the note loses its multilingual rows; deleted, nothing is left.
     (notes / "redis-pool.md").write_text(

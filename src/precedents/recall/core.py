@@ -208,6 +208,7 @@ class Recall:
                 return False
             self._snapshot = snapshot
             self.marks.invalidate()
+            self._warm_second()
             log.info(
                 "index version %s loaded: %d chunks in %.0f ms",
                 version,
@@ -256,6 +257,7 @@ class Recall:
         )
         self._summary = exported.summary
         self.marks.invalidate()
+        self._warm_second()
         log.info(
             "index exported and loaded: %d chunks in %.0f ms",
             self._snapshot.rows,
@@ -288,6 +290,14 @@ class Recall:
 
         store = self.store
         return summarize(store) if store is not None else None
+
+    def _warm_second(self) -> None:
+        """Load the multilingual model now, in the refresh thread, when the vectors first
+        need it: not on the first question after a Japanese note appears (~1 s)."""
+        if self._batcher is None or self.crosslingual is None or not self._snapshot.multilingual:
+            return
+        with self._encode_lock:
+            self.crosslingual.encode_queries(["warm up the multilingual model"])
 
     @property
     def snapshot(self) -> VectorSnapshot:
