@@ -11,7 +11,7 @@ all import it cheaply and call the same code::
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from precedents.adr_graph.chain import AdrChainError
 from precedents.adr_graph.model import (
@@ -27,6 +27,7 @@ from precedents.adr_graph.model import (
     Finding,
     NonAdr,
 )
+from precedents.lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from precedents.adr_graph.graph import (
@@ -51,15 +52,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 __all__ = [

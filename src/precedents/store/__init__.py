@@ -10,9 +10,10 @@ ranks rows it reads from an export file and never needs them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from precedents.kinds import KINDS, SHARED_PROJECT
+from precedents.lazy import lazy_attributes
 from precedents.store.rows import DocumentHit, DocumentRecord, FileRecord
 
 if TYPE_CHECKING:
@@ -37,15 +38,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 __all__ = [
