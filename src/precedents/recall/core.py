@@ -296,8 +296,7 @@ class Recall:
         need it: not on the first question after a Japanese note appears (~1 s)."""
         if self._batcher is None or self.crosslingual is None or not self._snapshot.multilingual:
             return
-        with self._encode_lock:
-            self.crosslingual.encode_queries(["warm up the multilingual model"])
+        self.crosslingual.load()  # once: a no-op on every later refresh
 
     @property
     def snapshot(self) -> VectorSnapshot:

@@ -63,16 +63,25 @@ class CrossLingual:
             log.warning("cross-lingual calibration unusable (%s): English scores only", exc)
             return None
 
+    def load(self) -> bool:
+        """Load the multilingual model unless it is loaded (or failed); whether it is there."""
+        with self._lock:
+            self._load()
+            return self._model is not None
+
+    def _load(self) -> None:
+        if self._model is None and not self._failed:
+            try:
+                self._model = load_second_model()
+            except ModelError as exc:
+                # Said once; other-language records then rank by the default model.
+                log.warning("multilingual model unavailable (%s)", exc)
+                self._failed = True
+
     def encode_queries(self, texts: Sequence[str]) -> NDArray[np.float32] | None:
         """The multilingual query vectors, or None when the model cannot be loaded."""
         with self._lock:
-            if self._model is None and not self._failed:
-                try:
-                    self._model = load_second_model()
-                except ModelError as exc:
-                    # Said once; other-language records then rank by the default model.
-                    log.warning("multilingual model unavailable (%s)", exc)
-                    self._failed = True
+            self._load()
             if self._model is None:
                 return None
             vectors: NDArray[np.float32] = self._model.encode_queries(list(texts))
