@@ -67,7 +67,7 @@ def fingerprint(index_dir: Path) -> str | None:
     parts = []
     for table in WATCHED_TABLES:
         try:
-            names = [n for n in os.listdir(index_dir / f"{table}.lance" / "_versions")]
+            names = os.listdir(index_dir / f"{table}.lance" / "_versions")
         except OSError:
             if table == WATCHED_TABLES[0]:
                 return None

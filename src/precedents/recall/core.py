@@ -206,9 +206,7 @@ class Recall:
                 except Exception:  # the next refresh tries again from scratch
                     self._store = None
                 return False
-            self._snapshot = snapshot
-            self.marks.invalidate()
-            self._warm_second()
+            self._install(snapshot)
             log.info(
                 "index version %s loaded: %d chunks in %.0f ms",
                 version,
@@ -248,16 +246,16 @@ class Recall:
             )
             return False
         self.store_problem = None
-        self._snapshot = VectorSnapshot.from_parts(
-            exported.fingerprint,
-            exported.meta,
-            exported.matrix,
-            exported.second_ids,
-            exported.second_vectors,
-        )
         self._summary = exported.summary
-        self.marks.invalidate()
-        self._warm_second()
+        self._install(
+            VectorSnapshot.from_parts(
+                exported.fingerprint,
+                exported.meta,
+                exported.matrix,
+                exported.second_ids,
+                exported.second_vectors,
+            )
+        )
         log.info(
             "index exported and loaded: %d chunks in %.0f ms",
             self._snapshot.rows,
@@ -277,8 +275,7 @@ class Recall:
         finally:
             self._store = None  # its open tables are not kept (exported mode holds none)
         snapshot.version = stamp  # the fingerprint taken before reading, as an export does
-        self._snapshot = snapshot
-        self.marks.invalidate()
+        self._install(snapshot)
         return True
 
     def summary(self) -> dict[str, Any] | None:
@@ -290,6 +287,12 @@ class Recall:
 
         store = self.store
         return summarize(store) if store is not None else None
+
+    def _install(self, snapshot: VectorSnapshot) -> None:
+        """Answer from ``snapshot`` from now on (the caller holds the refresh lock)."""
+        self._snapshot = snapshot
+        self.marks.invalidate()  # an ADR may have changed with it
+        self._warm_second()
 
     def _warm_second(self) -> None:
         """Load the multilingual model now, in the refresh thread, when the vectors first
