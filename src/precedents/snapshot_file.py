@@ -31,6 +31,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 FORMAT = 1
+# The export child's exit status when there is no usable index yet (store/export.py).
+NO_INDEX = 3
 # The tables whose commits change what a question can find (store/schema.py,
 # store/second.py name them; literal here so this module never imports pyarrow).
 WATCHED_TABLES = ("chunks", "chunks_second")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from precedents import snapshot_file
 from precedents.errors import StoreError
-from precedents.snapshot_file import Exported, SnapshotFileError
+from precedents.snapshot_file import NO_INDEX, Exported, SnapshotFileError
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,6 @@ SPACING = 1.0  # minimum gap between exports, as a multiple of the last one's du
 MIN_GAP_S = 0.25
 EXPORT_TIMEOUT_S = 300.0
 MAX_BACKOFF_S = 60.0
-NO_INDEX = 3  # the child's exit status when there is no usable index (store/export.py)
 
 
 class Exporter:
@@ -46,7 +45,8 @@ class Exporter:
         self._started = 0.0
         self._finished = 0.0
         self._last_s = 0.0
-        self._tried: str | None = None  # the fingerprint of the last export that found no index
+        # A fingerprint not to export again: it held no index, or another model's.
+        self._tried: str | None = None
         self._failures = 0
         self.exports = 0
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from precedents.snapshot_file import Exported, fingerprint, write
+from precedents.snapshot_file import NO_INDEX, Exported, fingerprint, write
 from precedents.store.schema import (
     CHUNKS,
     FILES,
@@ -36,8 +36,6 @@ from precedents.store.schema import (
 )
 from precedents.store.second import SECOND, SECOND_DIMENSION
 from precedents.store.summary import summarize
-
-NO_INDEX = 3
 
 
 class TableReader:
