@@ -50,6 +50,15 @@ QUESTION = (
 )
 
 
+def english_notes(tmp_path: Path) -> Path:
+    """A notes folder holding :data:`EN_NOTES`."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for name, text in EN_NOTES.items():
+        (notes / name).write_text(text, encoding="utf-8")
+    return notes
+
+
 def index(tmp_path: Path, embedder: object, notes: Path) -> Store:
     settings = load_settings()
     store = open_store(settings.index_dir, embedder)  # type: ignore[arg-type]
@@ -82,10 +91,7 @@ def test_the_calibration_ships_in_the_package() -> None:
 def test_an_english_question_finds_a_japanese_note(
     home: Path, tmp_path: Path, embedder: object
 ) -> None:
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    for name, text in EN_NOTES.items():
-        (notes / name).write_text(text, encoding="utf-8")
+    notes = english_notes(tmp_path)
     (notes / "redis-pool.md").write_text(JA_NOTE, encoding="utf-8")
     store = index(tmp_path, embedder, notes)
     japanese = str(notes / "redis-pool.md")
@@ -127,10 +133,7 @@ def test_an_english_question_finds_a_japanese_note(
 def test_an_english_only_store_never_loads_the_multilingual_model(
     home: Path, tmp_path: Path, embedder: object
 ) -> None:
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    for name, text in EN_NOTES.items():
-        (notes / name).write_text(text, encoding="utf-8")
+    notes = english_notes(tmp_path)
     store = index(tmp_path, embedder, notes)
     assert store.second.count() == 0
     recall = Recall(load_settings(), embedder)  # type: ignore[arg-type]
