@@ -74,14 +74,23 @@ def fused(s: dict[str, Any], w: float, cal: dict[str, float]) -> NDArray[np.floa
     return out
 
 
-def measure(s: dict[str, Any], scores: NDArray[np.float32]) -> dict[str, list[int]]:
-    """The figures of one weight: key -> [hits, messages]."""
+def measure(
+    s: dict[str, Any], scores: NDArray[np.float32], offsets: dict[str, float] | None = None
+) -> dict[str, list[int]]:
+    """The figures of one weight: key -> [hits, messages].
+
+    ``offsets`` (record kind -> added to its documents' scores) ranks and decides
+    with a per-kind shift: the ``--kind-offsets`` experiment.
+    """
     docs = sorted({i for i, k in zip(s["ids"], s["kinds"], strict=True) if k != "conversation"})
     at = {d: n for n, d in enumerate(docs)}
     best = np.full((len(docs), scores.shape[1]), -9.0, dtype=np.float32)
+    shift = np.zeros(len(docs), dtype=np.float32)
     for r, (doc, kind) in enumerate(zip(s["ids"], s["kinds"], strict=True)):
         if kind != "conversation":
             np.maximum(best[at[doc]], scores[r], out=best[at[doc]])
+            shift[at[doc]] = (offsets or {}).get(kind, 0.0)
+    best += shift[:, None]
     order = np.argsort(-best, axis=0)[:3]
     quiet: list[float] = []
     ranked: list[tuple[str, float, bool, bool]] = []
@@ -126,11 +135,41 @@ def calibration() -> dict[str, float]:
     }
 
 
+def injected(figures: dict[str, list[int]]) -> int:
+    """Situational messages injected, every group together."""
+    return sum(v[0] for k, v in figures.items() if " situational " in k and "injected" in k)
+
+
+def kind_offsets(sets: list[Path]) -> int:
+    """Fit a rule and an ADR offset (notes 0) on ``sets[0]``, print every set's figures."""
+    grid = [round(float(x), 2) for x in np.arange(-0.10, 0.101, 0.02)]
+    vectors = [set_vectors(folder) for folder in sets]
+    plain = [s["m"] @ s["qm"].T for s in vectors]
+    fit = max(
+        ({"rule": r, "adr": a} for r in grid for a in grid),
+        key=lambda off: injected(measure(vectors[0], plain[0], off)),
+    )
+    print(f"offsets fitted on {sets[0]}: {fit}")
+    for folder, s, scores in zip(sets, vectors, plain, strict=True):
+        before, after = measure(s, scores), measure(s, scores, fit)
+        print(f"\n{folder}  (no offsets / fitted offsets)")
+        for key in sorted(before):
+            print(f"  {key:45s} {before[key][0]} / {after[key][0]}  of {before[key][1]}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print every set's figures at each weight."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--set", type=Path, action="append", required=True, dest="sets")
+    parser.add_argument(
+        "--kind-offsets",
+        action="store_true",
+        help="instead: per-kind score offsets fitted on the first set, measured on all",
+    )
     args = parser.parse_args(argv)
+    if args.kind_offsets:
+        return kind_offsets(args.sets)
     cal = calibration()
     print(json.dumps({k: round(v, 4) for k, v in cal.items()}))
     for folder in args.sets:
