@@ -64,7 +64,7 @@ lint: install
 # (docs/eval.md), then scored; EVAL_ARGS="--tune" searches the threshold grid.
 eval: install
 	$(PY) scripts/shared_eval_sets.py $(SHARED) $(SETS)
-	$(BIN)/precedents eval --set $(SETS)/dev --set $(SETS)/crosslingual $(EVAL_ARGS)
+	$(BIN)/precedents eval --set $(SETS)/dev --set $(SETS)/situational --set $(SETS)/crosslingual $(EVAL_ARGS)
 
 bench: install
 	$(PY) bench/index.py

@@ -2,14 +2,20 @@
 
     python scripts/shared_eval_sets.py [SHARED] [OUT]   (defaults: ../shared, .state/eval-sets)
 
-writes two set folders in the documented format (docs/eval.md, "Eval set
-format") and prints their paths, one per line, for `make eval`:
+writes three set folders in the documented format (docs/eval.md, "Eval set
+format") and prints their paths, one per line, for `make eval`. Each set is
+indexed the way its own README says, so that its labels hold:
 
-- ``OUT/dev``: the corpus ``shared/eval/dev-situational/README.md`` describes,
-  as one project (the 150 dev notes, the 152 situational rules and the ADRs of
-  six corpora, keyed as in their ``EXPECTED.json``), with the dev questions
-  and unrelated messages (group ``dev``) and the situational messages
-  (group ``situational``);
+- ``OUT/dev``: the 150 dev notes, with the dev questions and unrelated
+  messages (group ``dev``). ``eval/dev/README.md`` checked each unrelated
+  message against ``notes/`` only ("no note answers"). Beside the rules and
+  ADRs, some of them have a record that does apply (a React rule for a React
+  refactor, a pandas rule for reading a CSV in pandas), so they are not
+  scored there;
+- ``OUT/situational``: the corpus ``eval/dev-situational/README.md``
+  describes, as one project (the dev notes, the 152 situational rules and the
+  ADRs of six corpora, keyed as in their ``EXPECTED.json``), with the
+  situational messages (group ``situational``);
 - ``OUT/crosslingual``: the dev notes with the ten that have a Japanese
   translation replaced by it (never both, as ``eval/dev/README.md`` says),
   with the English crosslingual questions (group ``crosslingual``).
@@ -62,15 +68,38 @@ def _prune(folder: Path, keep: set[Path]) -> None:
     for path in folder.rglob("*"):
         if path.is_file() and path not in keep:
             path.unlink()
+    # Deepest first, so a folder emptied above is removed with its parents.
+    for path in sorted(folder.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+        if path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
 
 
-def dev_set(shared: Path, out: Path) -> Path:
-    """The one-project corpus of the situational README, with dev + situational messages."""
-    folder = out / "dev"
+def _notes(shared: Path, folder: Path) -> set[Path]:
+    """The dev notes copied into ``folder/notes``; returns the copies."""
     kept: set[Path] = set()
     for note in sorted((shared / "eval" / "dev" / "notes").glob("*.md")):
         kept.add(folder / "notes" / note.name)
         _copy(note, folder / "notes" / note.name)
+    return kept
+
+
+def dev_set(shared: Path, out: Path) -> Path:
+    """The dev notes alone, with the dev questions and unrelated messages."""
+    folder = out / "dev"
+    _prune(folder, _notes(shared, folder) | {folder / "messages.jsonl"})
+    dev = shared / "eval" / "dev"
+    rows = [
+        {**row, "expected": [f"notes/{e}" for e in row.get("expected", [])], "group": "dev"}
+        for row in _jsonl(dev / "questions.jsonl") + _jsonl(dev / "unrelated.jsonl")
+    ]
+    _write_messages(folder, rows)
+    return folder
+
+
+def situational_set(shared: Path, out: Path) -> Path:
+    """The one-project corpus of the situational README, with its messages."""
+    folder = out / "situational"
+    kept = _notes(shared, folder)
     for rule in sorted((shared / "eval" / "dev-situational" / "rules").glob("*.mdc")):
         kept.add(folder / "rules" / rule.name)
         _copy(rule, folder / "rules" / rule.name)
@@ -83,13 +112,10 @@ def dev_set(shared: Path, out: Path) -> Path:
                 kept.add(folder / "adrs" / corpus / rel)
                 _copy(src / rel, folder / "adrs" / corpus / rel)
     _prune(folder, kept | {folder / "messages.jsonl"})
-    dev = shared / "eval" / "dev"
-    rows: list[dict[str, Any]] = []
-    for row in _jsonl(dev / "questions.jsonl") + _jsonl(dev / "unrelated.jsonl"):
-        expected = [f"notes/{e}" for e in row.get("expected", [])]
-        rows.append({**row, "expected": expected, "group": "dev"})
-    for row in _jsonl(shared / "eval" / "dev-situational" / "messages.jsonl"):
-        rows.append({**row, "group": "situational"})
+    rows = [
+        {**row, "group": "situational"}
+        for row in _jsonl(shared / "eval" / "dev-situational" / "messages.jsonl")
+    ]
     _write_messages(folder, rows)
     return folder
 
@@ -118,10 +144,10 @@ def crosslingual_set(shared: Path, out: Path) -> Path:
 
 
 def assemble(shared: Path, out: Path) -> list[Path]:
-    """Both sets, laid out under ``out``; returns their folders."""
+    """Every set, laid out under ``out``; returns their folders."""
     if not (shared / "eval" / "dev-situational").is_dir():
         raise SystemExit(f"{shared}: no eval sets there (expected eval/ and adr-corpora/)")
-    return [dev_set(shared, out), crosslingual_set(shared, out)]
+    return [dev_set(shared, out), situational_set(shared, out), crosslingual_set(shared, out)]
 
 
 def main(argv: list[str]) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 from pathlib import Path
 from types import ModuleType
 
@@ -33,7 +34,7 @@ def assembler() -> ModuleType:
 
 def test_shared_sets_assemble_rank_and_score(home: Path, tmp_path: Path) -> None:
     sets = assembler().assemble(shared_path(), tmp_path / "sets")
-    assert [s.name for s in sets] == ["dev", "crosslingual"]
+    assert [s.name for s in sets] == ["dev", "situational", "crosslingual"]
     run = prepare(load_settings(), sets, embedder=FakeEmbedder())  # type: ignore[arg-type]
     kinds: dict[tuple[str, str, bool], int] = {}
     for r in run.ranked:
@@ -48,9 +49,12 @@ def test_shared_sets_assemble_rank_and_score(home: Path, tmp_path: Path) -> None
         ("situational", "unrelated", True): 30,
         ("crosslingual", "paraphrase", False): 10,
     }
-    ranked_ids = {i for r in run.ranked for i in r.ids}
+    ranked_ids = {i for r in run.ranked if r.message.group == "situational" for i in r.ids}
     assert any(i.startswith("adrs/") for i in ranked_ids)
     assert any(i.startswith("rules/") for i in ranked_ids)
+    # The dev set is its notes alone: its unrelated messages were checked against them.
+    dev = [r for r in run.ranked if r.message.group == "dev"]
+    assert all(h.record.kind == "note" for r in dev for h in r.hits)
     # Each set is its own store: crosslingual questions only see the Japanese copies.
     cross = [r for r in run.ranked if r.message.group == "crosslingual"]
     assert all(
@@ -63,7 +67,9 @@ def test_shared_sets_assemble_rank_and_score(home: Path, tmp_path: Path) -> None
     assert figures["unrelated (all): nothing injected"]["ok"] == 0
     assert figures["unrelated (situational, padded): nothing injected"]["n"] == 30
     best, tuned = tune(run, grid=((0.2, 0.9), (0.0,), (0.1,)))
-    assert best.min_top == 0.9 and tuned["unrelated (all): nothing injected"]["rate"] >= 0.85
+    assert best.min_top == 0.9
+    # The bar holds for each unrelated group, not only for all of them together.
+    assert all(v["rate"] >= 0.85 for k, v in tuned.items() if k.startswith("unrelated ("))
 
 
 def tiny_set(folder: Path, messages: list[object]) -> Path:
@@ -96,6 +102,60 @@ def test_a_user_set_is_scored_by_group(home: Path, tmp_path: Path) -> None:
     assert figures["mine: right note first"]["ok"] == 1  # the only record is first
     assert figures["unrelated (mine): nothing injected"] == {"ok": 0, "n": 1, "rate": 0.0}
     assert not (folder / ".git").exists()  # the set folder is never written to
+
+
+def test_tune_keeps_each_unrelated_group_quiet(home: Path, tmp_path: Path) -> None:
+    words = "store every amount as integer cents floats lose pennies"
+    folder = tiny_set(
+        tmp_path / "mine",
+        [
+            {"id": "p1", "text": words, "kind": "paraphrase", "expected": ["notes/money.md"]},
+            {
+                "id": "p2",
+                "text": "cents pennies, and what about the tax rounding rules in reports",
+                "kind": "paraphrase",
+                "expected": ["notes/money.md"],
+            },
+            # As close to the note as p2: quiet only where p2 is not injected either.
+            {
+                "id": "loud",
+                "text": "cents pennies, and the tax report layout",
+                "kind": "unrelated",
+                "group": "near",
+            },
+            *(
+                {"id": f"q{i}", "text": f"rename job {i} in the pipeline", "kind": "unrelated"}
+                for i in range(9)
+            ),
+        ],
+    )
+    run = prepare(load_settings(), [folder], embedder=FakeEmbedder())  # type: ignore[arg-type]
+    grid = ((0.2, 0.8), (0.0,), (0.0,))
+    best, tuned = tune(run, grid=grid)
+    # All unrelated together are 9/10 quiet at 0.2, which injects both questions;
+    # the "near" group alone is 0/1 there, so the stricter point is chosen.
+    assert (
+        score(run, Thresholds(0.2, 0.0, 0.0, 0.05))["unrelated (all): nothing injected"]["ok"] == 9
+    )
+    assert best.min_top == 0.8
+    assert tuned["unrelated (near): nothing injected"]["ok"] == 1
+    assert tuned["mine: right note injected"]["ok"] == 1
+
+
+def test_a_part_removed_from_a_set_leaves_its_store(home: Path, tmp_path: Path) -> None:
+    folder = tiny_set(
+        tmp_path / "mine", [{"id": "b", "text": "rename the CI job", "kind": "unrelated"}]
+    )
+    (folder / "rules").mkdir()
+    (folder / "rules" / "ci.md").write_text(
+        "---\ndescription: CI jobs are named after the make target\n---\nName it.\n"
+    )
+    embedder = FakeEmbedder()
+    run = prepare(load_settings(), [folder], embedder=embedder)  # type: ignore[arg-type]
+    assert {h.record.kind for h in run.ranked[0].hits} == {"note", "rule"}
+    shutil.rmtree(folder / "rules")
+    run = prepare(load_settings(), [folder], embedder=embedder)  # type: ignore[arg-type]
+    assert {h.record.kind for h in run.ranked[0].hits} == {"note"}
 
 
 @pytest.mark.parametrize(

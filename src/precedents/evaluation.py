@@ -171,9 +171,11 @@ def _index_set(
     home = settings.home / "eval" / slug / f"{folder.name}-{tag}"
     set_settings = replace(settings, home=home, discover_claude=False)
     store = open_store(set_settings.index_dir, model)
-    Indexer(set_settings, store, model).sync(
-        walk(configured_sources(set_settings, sources)), progress
-    )
+    found = walk(configured_sources(set_settings, sources))
+    # The whole set folder is a root: a part the set no longer has (say adrs/)
+    # loses its rows too, so the store holds exactly what the set holds.
+    found.roots.append(folder)
+    Indexer(set_settings, store, model).sync(found, progress)
     return set_settings
 
 
@@ -301,29 +303,45 @@ RELEVANCE_GRID = (
 )
 
 
+def _injected(scores: dict[str, Any]) -> float:
+    """What a grid point is chosen for: the injected rate of every labelled group,
+    summed (situational records, and each set's reworded questions)."""
+    return float(
+        sum(
+            v["rate"]
+            for k, v in scores.items()
+            if k == "situational: injected" or k.endswith(": right note injected")
+        )
+    )
+
+
 def tune(
     run: EvalRun,
     unrelated_bar: float = 0.85,
     grid: Sequence[Sequence[float]] | None = None,
 ) -> tuple[Thresholds, dict[str, Any]]:
     """The grid point with the most situational records injected whose unrelated
-    messages stay quiet at ``unrelated_bar`` (or, if none reaches it, the quietest)."""
+    messages stay quiet at ``unrelated_bar`` in *every* group (all, each set's,
+    padded; issue #9 asks it of each), or, if none reaches it, the quietest."""
     best: tuple[tuple[float, ...], Thresholds, dict[str, Any]] | None = None
-    learned = any(r.relevance is not None for r in run.ranked)
-    if grid is None:
-        grid = RELEVANCE_GRID if learned else GRID
-    for point in itertools.product(*grid):
+    if grid is not None:
+        points: Iterable[tuple[float, ...]] = itertools.product(*grid)
+    else:
+        # The cosine rules alone, and (when the model has a learned relevance)
+        # the relevance deciding too: either may be the better default.
+        points = itertools.product(*GRID)
+        if any(r.relevance is not None for r in run.ranked):
+            points = itertools.chain(points, itertools.product(*RELEVANCE_GRID))
+    for point in points:
         min_top, min_gap, wide = point[:3]
         if wide < min_gap:
             continue
         th = Thresholds(min_top, min_gap, wide, 0.05, point[3] if len(point) > 3 else None)
         s = score(run, th)
-        quiet = s["unrelated (all): nothing injected"]["rate"]
-        injected = s["situational: injected"]["rate"]
-        dev = s["dev: right note injected"]["rate"]
+        quiet = min(v["rate"] for k, v in s.items() if k.startswith("unrelated ("))
         key = (
             float(quiet >= unrelated_bar),
-            injected + dev if quiet >= unrelated_bar else quiet,
+            _injected(s) if quiet >= unrelated_bar else quiet,
             quiet,
         )
         if best is None or key > best[0]:
