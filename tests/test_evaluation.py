@@ -63,7 +63,10 @@ def test_shared_sets_assemble_rank_and_score(home: Path, tmp_path: Path) -> None
     # Everything is shown (no threshold): a replaced ADR is still never shown unmarked.
     figures = score(run, Thresholds(min_top=-1.0, min_gap=-1.0, wide_gap=-1.0, near_top=2.0))
     assert figures["trap: not shown unmarked"] == {"ok": 10, "n": 10, "rate": 1.0}
-    assert figures["trap: handled (marked with successor, or successor shown)"]["n"] == 9
+    assert (
+        figures["trap: handled (marked with successor, or successor shown; marked if none)"]["n"]
+        == 10
+    )
     assert figures["unrelated (all): nothing injected"]["ok"] == 0
     assert figures["unrelated (situational, padded): nothing injected"]["n"] == 30
     best, tuned = tune(run, grid=((0.2, 0.9), (0.0,), (0.1,)))
@@ -191,7 +194,7 @@ def test_a_trap_is_handled_by_a_mark_naming_its_successor_or_by_the_successor() 
         "t1", "use the --input flag", "superseded_trap",
         trap="adrs/0045.md", successor="adrs/0057.md", group="situational",
     )  # fmt: skip
-    key = "trap: handled (marked with successor, or successor shown)"
+    key = "trap: handled (marked with successor, or successor shown; marked if none)"
 
     def handled(shown: dict[str, str]) -> bool:
         tally: dict[str, bool] = {}
@@ -202,3 +205,22 @@ def test_a_trap_is_handled_by_a_mark_naming_its_successor_or_by_the_successor() 
     assert handled({"adrs/0057.md": "- adr  Positional input (0057.md)"})
     assert not handled({"adrs/0045.md": "- adr  Input flag ⚠️superseded (0045.md)"})
     assert not handled({})
+    # A rejected decision has no successor: shown with its mark is all it can be.
+    rejected = Message(
+        "t2", "use cloud map", "superseded_trap", trap="adrs/0034.md", group="situational"
+    )
+    tally: dict[str, bool] = {}
+    _tally(
+        lambda k, ok: tally.__setitem__(k, ok),
+        rejected,
+        [],
+        {"adrs/0034.md": "- adr  Cloud Map ⚠️rejected (0034.md)"},
+    )
+    assert tally[key]
+    _tally(
+        lambda k, ok: tally.__setitem__(k, ok),
+        rejected,
+        [],
+        {"adrs/0034.md": "- adr  Cloud Map (0034.md)"},
+    )
+    assert not tally[key]

@@ -274,13 +274,13 @@ def _tally(
         add("trap: not shown unmarked", m.trap not in shown or marked)
         if m.successor:
             add("trap: successor shown (bonus)", m.successor in shown)
-            # Issue #9's goal: the old decision shown with a mark that names its
-            # successor ("⚠️superseded → ADR-0057"), or the successor itself shown.
-            named = marked and "→" in shown[m.trap]
-            add(
-                "trap: handled (marked with successor, or successor shown)",
-                named or m.successor in shown,
-            )
+        # Issue #9's goal: the old decision shown with a mark that names its
+        # successor ("⚠️superseded → ADR-0057"), or the successor itself shown;
+        # one with no live successor (a rejected ADR) can only be shown marked.
+        handled = (
+            (marked and "→" in shown[m.trap]) or m.successor in shown if m.successor else marked
+        )
+        add("trap: handled (marked with successor, or successor shown; marked if none)", handled)
     elif m.kind == "unrelated":
         add(f"unrelated ({m.group}{', padded' if m.padded else ''}): nothing injected", not shown)
         add("unrelated (all): nothing injected", not shown)
