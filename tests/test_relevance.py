@@ -15,7 +15,13 @@ from precedents.recall.selection import select
 from precedents.store import DocumentHit, DocumentRecord
 
 pytest.register_assert_rewrite("tests.conftest_daemon")
-from tests.conftest_daemon import RELATED, UNRELATED, DevState, settings_for  # noqa: E402
+from tests.conftest_daemon import (  # noqa: E402
+    RELATED,
+    RELATED_NOTE,
+    UNRELATED,
+    DevState,
+    settings_for,
+)
 
 pytest_plugins = ["tests.conftest_daemon"]
 
@@ -68,3 +74,32 @@ def test_a_related_message_is_more_relevant_than_an_unrelated_one(
         recall.close()
     assert related is not None and unrelated is not None
     assert related > unrelated + 0.1
+
+
+@pytest.mark.slow
+def test_the_relevance_speaks_for_a_message_the_cosine_rules_leave_silent(
+    dev_state: DevState, embedder: Any
+) -> None:
+    from precedents.recall import Recall
+    from precedents.recall.selection import RELEVANCE_MARGIN
+
+    recall = Recall(settings_for(dev_state.home), embedder)
+    try:
+        assert recall.thresholds.speak_relevance == 0.42  # MiniLM's default
+        hits, relevance = recall.assess(RELATED, dev_state.project)
+        assert relevance is not None
+        # Cosine rules that cannot speak for this message, and a relevance bar it
+        # just clears: the hook's own path shows the related note, reason "relevant".
+        top = hits[0].score
+        recall.thresholds = replace(
+            recall.thresholds, min_top=top + RELEVANCE_MARGIN / 2, speak_relevance=relevance
+        )
+        answer = recall.context(RELATED, str(dev_state.project))
+        assert answer.selection is not None and answer.selection.reason == "relevant"
+        assert answer.context is not None and RELATED_NOTE in answer.context
+        # The unrelated message stays below that bar: nothing.
+        assert recall.context(UNRELATED, str(dev_state.project)).context is None
+        recall.thresholds = replace(recall.thresholds, speak_relevance=None)
+        assert recall.context(RELATED, str(dev_state.project)).context is None  # route off
+    finally:
+        recall.close()

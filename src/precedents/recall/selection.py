@@ -24,6 +24,13 @@ Decisions where the SPEC is silent, written down here and in docs/daemon.md:
   two are shown ("changed"). Both decisions of one topic ranking together is
   evidence the message is about that decision, and silence there lets the
   agent follow the replaced one — the mistake ADR marks exist to prevent.
+- The learned relevance speaks where the cosine rules stay silent: when they
+  show nothing, but the relevance of the top records
+  (:mod:`precedents.recall.relevance`) reaches ``speak_relevance`` and the top
+  cosine is at most ``RELEVANCE_MARGIN`` below ``min_top``, the records within
+  ``near_top`` of the top are shown ("relevant", narrow cap). The adapter was
+  trained for exactly this decision; cross-validated on records it never saw,
+  the route injects more at the same quiet (docs/eval.md).
 - "A current-project note close to the top goes before a shared rule": a note
   of the current project whose score is within ``near_top`` of the top moves
   ahead of every shared rule (project ``*``) ranked above it; nothing else is
@@ -46,6 +53,9 @@ NARROW_CAP_BYTES = 1024
 WIDE_CAP_BYTES = 2048
 GAP_RANKS = 10  # ranks 2..11
 CHANGED_MARGIN = 0.10  # how far below min_top a changed decision may still be shown
+# How far below min_top the learned relevance may still speak (0.30 for MiniLM);
+# a fixed floor, not tuned: dev figures were the same from 0.30 to 0.40.
+RELEVANCE_MARGIN = 0.18
 
 # The live ADR(s) that replaced a record (recall.marks.AdrMarks.successors_for).
 Successors = Callable[[DocumentRecord], Sequence[DocumentRecord]]
@@ -59,7 +69,8 @@ class Selection:
     byte_cap: int  # 0 when nothing is chosen
     top: float  # best score among notes/rules/ADRs (0.0 if none)
     gap: float  # top - mean(ranks 2..11) over notes/rules/ADRs only
-    # "irrelevant" | "below-top" | "small-gap" | "changed" | "narrow" | "wide" | "empty"
+    # "irrelevant" | "below-top" | "small-gap" | "changed" | "relevant" | "narrow" | "wide"
+    # | "empty"
     reason: str
     relevance: float | None = None  # the learned score the decision used, if any
 
@@ -114,6 +125,14 @@ def select(
         changed = _changed_decision(docs, thresholds, successors)
         if changed:
             return Selection(changed, NARROW_CAP_BYTES, top, gap, "changed", relevance)
+        if (
+            relevance is not None
+            and thresholds.speak_relevance is not None
+            and relevance >= thresholds.speak_relevance
+            and top >= thresholds.min_top - RELEVANCE_MARGIN
+        ):
+            near = tuple(h for h in docs[:MAX_SHOWN] if h.score >= top - thresholds.near_top)
+            return Selection(near, NARROW_CAP_BYTES, top, gap, "relevant", relevance)
         reason = "below-top" if top < thresholds.min_top else "small-gap"
         return Selection((), 0, top, gap, reason, relevance)
 
