@@ -145,6 +145,23 @@ def test_tune_keeps_each_unrelated_group_quiet(home: Path, tmp_path: Path) -> No
     assert tuned["mine: right note injected"]["ok"] == 1
 
 
+def test_tune_works_on_a_set_without_unrelated_messages(home: Path, tmp_path: Path) -> None:
+    folder = tiny_set(
+        tmp_path / "mine",
+        [
+            {
+                "id": "a",
+                "text": "prices as floats?",
+                "kind": "paraphrase",
+                "expected": ["notes/money.md"],
+            }
+        ],
+    )
+    run = prepare(load_settings(), [folder], embedder=FakeEmbedder())  # type: ignore[arg-type]
+    best, tuned = tune(run, grid=((0.0, 0.99), (0.0,), (0.0,)))
+    assert best.min_top == 0.0 and tuned["mine: right note injected"]["ok"] == 1
+
+
 def test_a_part_removed_from_a_set_leaves_its_store(home: Path, tmp_path: Path) -> None:
     folder = tiny_set(
         tmp_path / "mine", [{"id": "b", "text": "rename the CI job", "kind": "unrelated"}]

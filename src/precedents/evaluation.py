@@ -324,9 +324,9 @@ def tune(
     unrelated_bar: float = 0.85,
     grid: Sequence[Sequence[float]] | None = None,
 ) -> tuple[Thresholds, dict[str, Any]]:
-    """The grid point with the most situational records injected whose unrelated
-    messages stay quiet at ``unrelated_bar`` in *every* group (all, each set's,
-    padded; issue #9 asks it of each), or, if none reaches it, the quietest."""
+    """The grid point that injects the most (:func:`_injected`) among those whose
+    unrelated messages stay quiet at ``unrelated_bar`` in *every* group (all, each
+    set's, padded; issue #9 asks it of each), or, if none reaches it, the quietest."""
     if grid is not None:
         points: Iterable[tuple[float, ...]] = itertools.product(*grid)
     else:
@@ -357,7 +357,8 @@ def _best(
     best: tuple[tuple[float, ...], Thresholds, dict[str, Any]] | None = None
     for th in candidates:
         s = score(run, th)
-        quiet = min(v["rate"] for k, v in s.items() if k.startswith("unrelated ("))
+        # A set without unrelated messages has nothing to keep quiet.
+        quiet = min((v["rate"] for k, v in s.items() if k.startswith("unrelated (")), default=1.0)
         key = (
             float(quiet >= unrelated_bar),
             _injected(s) if quiet >= unrelated_bar else quiet,
