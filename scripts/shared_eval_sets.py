@@ -46,17 +46,20 @@ ADR_CORPORA = (
 )
 
 
-def _jsonl(path: Path) -> list[dict[str, Any]]:
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Every object of a JSON-lines file (blank lines skipped)."""
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
-def _copy(src: Path, dst: Path) -> None:
+def copy_if_changed(src: Path, dst: Path) -> None:
+    """Copy ``src`` to ``dst`` unless it already holds the same bytes (no re-embedding)."""
     dst.parent.mkdir(parents=True, exist_ok=True)
     if not dst.exists() or dst.read_bytes() != src.read_bytes():
         shutil.copyfile(src, dst)
 
 
-def _write_messages(folder: Path, rows: Iterable[dict[str, Any]]) -> None:
+def write_messages(folder: Path, rows: Iterable[dict[str, Any]]) -> None:
+    """``folder/messages.jsonl`` from ``rows``, rewritten only when it changes."""
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
     path = folder / "messages.jsonl"
     if not path.exists() or path.read_text(encoding="utf-8") != text:
@@ -79,7 +82,7 @@ def _notes(shared: Path, folder: Path) -> set[Path]:
     kept: set[Path] = set()
     for note in sorted((shared / "eval" / "dev" / "notes").glob("*.md")):
         kept.add(folder / "notes" / note.name)
-        _copy(note, folder / "notes" / note.name)
+        copy_if_changed(note, folder / "notes" / note.name)
     return kept
 
 
@@ -90,9 +93,9 @@ def dev_set(shared: Path, out: Path) -> Path:
     dev = shared / "eval" / "dev"
     rows = [
         {**row, "expected": [f"notes/{e}" for e in row.get("expected", [])], "group": "dev"}
-        for row in _jsonl(dev / "questions.jsonl") + _jsonl(dev / "unrelated.jsonl")
+        for row in read_jsonl(dev / "questions.jsonl") + read_jsonl(dev / "unrelated.jsonl")
     ]
-    _write_messages(folder, rows)
+    write_messages(folder, rows)
     return folder
 
 
@@ -102,7 +105,7 @@ def situational_set(shared: Path, out: Path) -> Path:
     kept = _notes(shared, folder)
     for rule in sorted((shared / "eval" / "dev-situational" / "rules").glob("*.mdc")):
         kept.add(folder / "rules" / rule.name)
-        _copy(rule, folder / "rules" / rule.name)
+        copy_if_changed(rule, folder / "rules" / rule.name)
     for corpus in ADR_CORPORA:
         src = shared / "adr-corpora" / corpus
         expected = json.loads((src / "EXPECTED.json").read_text(encoding="utf-8"))
@@ -110,13 +113,13 @@ def situational_set(shared: Path, out: Path) -> Path:
         for rel in keys:
             if (src / rel).is_file():
                 kept.add(folder / "adrs" / corpus / rel)
-                _copy(src / rel, folder / "adrs" / corpus / rel)
+                copy_if_changed(src / rel, folder / "adrs" / corpus / rel)
     _prune(folder, kept | {folder / "messages.jsonl"})
     rows = [
         {**row, "group": "situational"}
-        for row in _jsonl(shared / "eval" / "dev-situational" / "messages.jsonl")
+        for row in read_jsonl(shared / "eval" / "dev-situational" / "messages.jsonl")
     ]
-    _write_messages(folder, rows)
+    write_messages(folder, rows)
     return folder
 
 
@@ -128,7 +131,7 @@ def crosslingual_set(shared: Path, out: Path) -> Path:
     for path in sorted((dev / "notes").glob("*.md")):
         ja = dev / "notes_ja" / path.name
         kept.add(folder / "notes" / path.name)
-        _copy(ja if ja.is_file() else path, folder / "notes" / path.name)
+        copy_if_changed(ja if ja.is_file() else path, folder / "notes" / path.name)
     _prune(folder, kept | {folder / "messages.jsonl"})
     rows = [
         {
@@ -137,9 +140,9 @@ def crosslingual_set(shared: Path, out: Path) -> Path:
             "expected": [f"notes/{e}" for e in row.get("expected", [])],
             "group": "crosslingual",
         }
-        for row in _jsonl(dev / "crosslingual.jsonl")
+        for row in read_jsonl(dev / "crosslingual.jsonl")
     ]
-    _write_messages(folder, rows)
+    write_messages(folder, rows)
     return folder
 
 

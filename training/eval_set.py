@@ -15,8 +15,6 @@ records and messages that were written apart from the dev sets
 
 from __future__ import annotations
 
-import json
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -25,15 +23,9 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "training" / "data"
 PARTS = {"rules": "rules", "adrs": "adrs", "notes": "notes"}
 
-
-def _jsonl(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
-
-
-def _copy(src: Path, dst: Path) -> None:
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    if not dst.exists() or dst.read_bytes() != src.read_bytes():
-        shutil.copyfile(src, dst)
+# The file helpers `make eval`'s own set builder uses (copy only what changed).
+sys.path.insert(0, str(ROOT / "scripts"))
+from shared_eval_sets import copy_if_changed, read_jsonl, write_messages  # noqa: E402
 
 
 def _id(part: str, record: str) -> str:
@@ -57,8 +49,8 @@ def build(out: Path) -> Path:
         for src in sorted(p for p in records.rglob("*") if p.is_file()):
             rel = _record_file(part, src)
             renamed[str(src.relative_to(DATA / part))] = f"records/{rel}"
-            _copy(src, out / folder / rel)
-        for row in _jsonl(DATA / part / "pairs.jsonl"):
+            copy_if_changed(src, out / folder / rel)
+        for row in read_jsonl(DATA / part / "pairs.jsonl"):
             rec = renamed.get(row["record"], row["record"])
             msg: dict[str, Any] = {"id": f"{part}-{row['id']}", "text": row["text"]}
             if row["kind"] == "superseded_trap":
@@ -74,16 +66,13 @@ def build(out: Path) -> Path:
                     group=f"train-{part}",
                 )
             messages.append(msg)
-        for row in _jsonl(DATA / part / "unrelated.jsonl"):
+        for row in read_jsonl(DATA / part / "unrelated.jsonl"):
             msg = {"id": f"{part}-{row['id']}", "text": row["text"], "kind": "unrelated"}
             msg["group"] = f"train-{part}"
             if row.get("padded_from"):
                 msg["padded_from"] = row["padded_from"]
             messages.append(msg)
-    lines = "".join(json.dumps(m, ensure_ascii=False) + "\n" for m in messages)
-    target = out / "messages.jsonl"
-    if not target.exists() or target.read_text(encoding="utf-8") != lines:
-        target.write_text(lines, encoding="utf-8")
+    write_messages(out, messages)
     return out
 
 
