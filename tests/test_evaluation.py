@@ -14,7 +14,7 @@ import pytest
 
 from precedents.config import Thresholds, load_settings
 from precedents.errors import UsageError
-from precedents.evaluation import prepare, score, tune
+from precedents.evaluation import EvalRun, prepare, score, tune
 
 from .conftest import FakeEmbedder, shared_path
 
@@ -87,20 +87,25 @@ def tiny_set(folder: Path, messages: list[object]) -> Path:
     return folder
 
 
+def asks_money(id_: str, text: str) -> dict[str, object]:
+    """A reworded question whose answer is tiny_set's one note."""
+    return {"id": id_, "text": text, "kind": "paraphrase", "expected": ["notes/money.md"]}
+
+
+def fake_run(folder: Path, embedder: FakeEmbedder | None = None) -> EvalRun:
+    """The set ranked with the fast fake embedder (logic only)."""
+    return prepare(load_settings(), [folder], embedder=embedder or FakeEmbedder())  # type: ignore[arg-type]
+
+
 def test_a_user_set_is_scored_by_group(home: Path, tmp_path: Path) -> None:
     folder = tiny_set(
         tmp_path / "mine",
         [
-            {
-                "id": "a",
-                "text": "can I keep prices as floats?",
-                "kind": "paraphrase",
-                "expected": ["notes/money.md"],
-            },
+            asks_money("a", "can I keep prices as floats?"),
             {"id": "b", "text": "rename the CI job", "kind": "unrelated"},
         ],
     )
-    run = prepare(load_settings(), [folder], embedder=FakeEmbedder())  # type: ignore[arg-type]
+    run = fake_run(folder)
     figures = score(run, Thresholds(min_top=-1.0, min_gap=-1.0, wide_gap=-1.0, near_top=2.0))
     assert figures["mine: right note first"]["ok"] == 1  # the only record is first
     assert figures["unrelated (mine): nothing injected"] == {"ok": 0, "n": 1, "rate": 0.0}
@@ -112,13 +117,8 @@ def test_tune_keeps_each_unrelated_group_quiet(home: Path, tmp_path: Path) -> No
     folder = tiny_set(
         tmp_path / "mine",
         [
-            {"id": "p1", "text": words, "kind": "paraphrase", "expected": ["notes/money.md"]},
-            {
-                "id": "p2",
-                "text": "cents pennies, and what about the tax rounding rules in reports",
-                "kind": "paraphrase",
-                "expected": ["notes/money.md"],
-            },
+            asks_money("p1", words),
+            asks_money("p2", "cents pennies, and what about the tax rounding rules in reports"),
             # As close to the note as p2: quiet only where p2 is not injected either.
             {
                 "id": "loud",
@@ -132,7 +132,7 @@ def test_tune_keeps_each_unrelated_group_quiet(home: Path, tmp_path: Path) -> No
             ),
         ],
     )
-    run = prepare(load_settings(), [folder], embedder=FakeEmbedder())  # type: ignore[arg-type]
+    run = fake_run(folder)
     grid = ((0.2, 0.8), (0.0,), (0.0,))
     best, tuned = tune(run, grid=grid)
     # All unrelated together are 9/10 quiet at 0.2, which injects both questions;
@@ -146,18 +146,8 @@ def test_tune_keeps_each_unrelated_group_quiet(home: Path, tmp_path: Path) -> No
 
 
 def test_tune_works_on_a_set_without_unrelated_messages(home: Path, tmp_path: Path) -> None:
-    folder = tiny_set(
-        tmp_path / "mine",
-        [
-            {
-                "id": "a",
-                "text": "prices as floats?",
-                "kind": "paraphrase",
-                "expected": ["notes/money.md"],
-            }
-        ],
-    )
-    run = prepare(load_settings(), [folder], embedder=FakeEmbedder())  # type: ignore[arg-type]
+    folder = tiny_set(tmp_path / "mine", [asks_money("a", "prices as floats?")])
+    run = fake_run(folder)
     best, tuned = tune(run, grid=((0.0, 0.99), (0.0,), (0.0,)))
     assert best.min_top == 0.0 and tuned["mine: right note injected"]["ok"] == 1
 
@@ -171,10 +161,10 @@ def test_a_part_removed_from_a_set_leaves_its_store(home: Path, tmp_path: Path) 
         "---\ndescription: CI jobs are named after the make target\n---\nName it.\n"
     )
     embedder = FakeEmbedder()
-    run = prepare(load_settings(), [folder], embedder=embedder)  # type: ignore[arg-type]
+    run = fake_run(folder, embedder)
     assert {h.record.kind for h in run.ranked[0].hits} == {"note", "rule"}
     shutil.rmtree(folder / "rules")
-    run = prepare(load_settings(), [folder], embedder=embedder)  # type: ignore[arg-type]
+    run = fake_run(folder, embedder)
     assert {h.record.kind for h in run.ranked[0].hits} == {"note"}
 
 

@@ -327,13 +327,14 @@ def tune(
     """The grid point that injects the most (:func:`_injected`) among those whose
     unrelated messages stay quiet at ``unrelated_bar`` in *every* group (all, each
     set's, padded; issue #9 asks it of each), or, if none reaches it, the quietest."""
+    learned = grid is None and any(r.relevance is not None for r in run.ranked)
     if grid is not None:
         points: Iterable[tuple[float, ...]] = itertools.product(*grid)
     else:
         # The cosine rules alone, and (when the model has a learned relevance)
         # the relevance deciding too: either may be the better default.
         points = itertools.product(*GRID)
-        if any(r.relevance is not None for r in run.ranked):
+        if learned:
             points = itertools.chain(points, itertools.product(*RELEVANCE_GRID))
     candidates = (
         Thresholds(p[0], p[1], p[2], 0.05, p[3] if len(p) > 3 else None)
@@ -341,7 +342,7 @@ def tune(
         if p[2] >= p[1]  # wide_gap below min_gap means nothing
     )
     best = _best(run, candidates, unrelated_bar)
-    if grid is None and any(r.relevance is not None for r in run.ranked):
+    if learned:
         # Then where the learned relevance may speak, at that point (one more axis
         # on the whole grid would cost ten times the time).
         found = best[1]
