@@ -15,13 +15,14 @@ fold is trained without them.
 Per held-out part it prints the situational records injected and the
 unrelated messages left quiet, for the cosine rules alone and with the
 relevance route at each ``R``. The selection is the product's
-(:func:`precedents.recall.selection.select`) over the part's own store,
-conversations and ADR marks aside.
+(:func:`precedents.recall.selection.select`, at MiniLM's default cosine
+thresholds) over the part's own store, conversations and ADR marks aside.
 """
 
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -31,27 +32,22 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import train_relevance as tr
 
-from precedents.recall.selection import gap_of
+from precedents.config import Thresholds
+from precedents.recall.selection import select
+from precedents.store.rows import DocumentHit, DocumentRecord
 
-DEFAULTS = (0.48, 0.095, 0.10, 0.05)  # min_top, min_gap, wide_gap, near_top
-FLOOR = 0.30  # the least top cosine the relevance route needs
+RULES = Thresholds(0.48, 0.095, 0.10, 0.05)  # MiniLM's cosine defaults, the route off
 ROUTE = (0.40, 0.42, 0.44, 0.45, 0.46, 0.48, 0.50)
+PROJECT = "/cv"
 
 
-def shown(scores: list[float], order: list[int]) -> list[int]:
-    """The documents the cosine rules show (indices into ``order``'s records), or []."""
-    min_top, min_gap, wide_gap, near = DEFAULTS
-    top, gap = scores[0], gap_of(scores)
-    if top < min_top or gap < min_gap:
-        return []
-    if gap >= wide_gap:
-        return [d for d, s in zip(order[:3], scores[:3], strict=True) if s >= top - near]
-    return order[:3]
-
-
-def near_top(scores: list[float], order: list[int]) -> list[int]:
-    """What the relevance route shows: the top records within ``near_top`` of the top."""
-    return [d for d, s in zip(order[:3], scores[:3], strict=True) if s >= scores[0] - DEFAULTS[3]]
+def chosen(scores: list[float], order: list[int], relevance: float, th: Thresholds) -> set[int]:
+    """The records the product's :func:`select` shows for these ranked scores."""
+    hits = [
+        DocumentHit(DocumentRecord("note", PROJECT, f"/cv/{d}", str(d)), score, 0)
+        for d, score in zip(order, scores, strict=True)
+    ]
+    return {int(h.record.name) for h in select(hits, th, PROJECT, relevance).chosen}
 
 
 def fold_figures(
@@ -65,18 +61,16 @@ def fold_figures(
         cos = tr.doc_scores(q, part)
         adapted = tr.doc_scores(model(q), part)
     for r, (_, expected) in enumerate(rows):
-        order = torch.argsort(cos[r], descending=True)[:11].tolist()
+        order = torch.argsort(cos[r], descending=True)[:11].tolist()  # what the gap reads
         scores = [float(cos[r, d]) for d in order]
         relevance = max(float(adapted[r, d]) for d in order[:3])
-        base = shown(scores, order)
         for key in out:
-            chosen = base
-            if key != "rules" and not base and relevance >= float(key) and scores[0] >= FLOOR:
-                chosen = near_top(scores, order)
+            speak = None if key == "rules" else float(key)
+            shown = chosen(scores, order, relevance, replace(RULES, speak_relevance=speak))
             if expected is None:
-                out[key][1] += int(not chosen)
+                out[key][1] += int(not shown)
             else:
-                out[key][0] += int(bool(expected & set(chosen)))
+                out[key][0] += int(bool(expected & shown))
     return out
 
 
