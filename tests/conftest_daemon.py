@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -178,12 +179,14 @@ def run_hook(
     )
 
 
-def prompt_json(prompt: str, cwd: Path) -> bytes:
-    """Claude Code's UserPromptSubmit stdin."""
+def prompt_json(prompt: str, cwd: Path, session: str | None = None) -> bytes:
+    """Claude Code's UserPromptSubmit stdin; each call is a session of its own unless
+    ``session`` names one (a record is given once per session)."""
+    session = session or f"test-session-{uuid.uuid4()}"
     return json.dumps(
         {
-            "session_id": "test-session",
-            "transcript_path": str(cwd / "t.jsonl"),
+            "session_id": session,
+            "transcript_path": str(cwd / f"{session}.jsonl"),
             "cwd": str(cwd),
             "hook_event_name": "UserPromptSubmit",
             "prompt": prompt,
@@ -259,14 +262,14 @@ class FakeRecall:
         self.delay = delay
         self.calls = 0
 
-    def context(self, text: str, cwd: str) -> Any:
+    def context(self, text: str, cwd: str, **_: Any) -> Any:
         from precedents.recall.core import Answer
 
         self.calls += 1
         time.sleep(self.delay)
         return Answer(f"ctx {len(text)} {cwd}")
 
-    def session_context(self, cwd: str) -> str:
+    def session_context(self, cwd: str, **_: Any) -> str:
         return f"session {cwd}"
 
     def refresh(self) -> bool:
@@ -374,3 +377,58 @@ def dev_daemon(dev_state: DevState) -> Iterator[subprocess.Popen[bytes]]:
         yield proc
     finally:
         stop_daemon(proc)
+
+
+@dataclass(frozen=True)
+class ShopState:
+    """The rule-format monorepo of tests/shop_project.py, indexed with the real model."""
+
+    shop: Any  # tests.shop_project.Shop
+    home: Path
+
+    def settings(self) -> Any:
+        """Its settings, with Claude Code's folder the shop's own."""
+        from precedents.config import load_settings
+
+        with env(PRECEDENTS_HOME=str(self.home), PRECEDENTS_CLAUDE_DIR=str(self.shop.claude)):
+            return load_settings()
+
+    def reindex(self, embedder: Any) -> Any:
+        """Index the project (its rules, ADRs, note and log) as `reindex --project` does."""
+        from precedents.indexer import Indexer
+        from precedents.sources import Sources, configured_sources, walk
+        from precedents.store import Store
+
+        settings = self.settings()
+        store = Store(settings.index_dir, embedder.model_id, embedder.dimension)
+        found = configured_sources(settings, Sources(project=str(self.shop.repo)))
+        return Indexer(settings, store, embedder).sync(walk(found))
+
+
+def file_json(path: Path | str, cwd: Path, session: str, tool: str = "Read") -> bytes:
+    """Claude Code's PreToolUse stdin for a file tool (docs/claude-code-hooks-probe.md)."""
+    key = "notebook_path" if tool == "NotebookEdit" else "file_path"
+    return json.dumps(
+        {
+            "session_id": session,
+            "transcript_path": str(cwd / f"{session}.jsonl"),
+            "cwd": str(cwd),
+            "permission_mode": "default",
+            "hook_event_name": "PreToolUse",
+            "tool_name": tool,
+            "tool_input": {key: str(path)},
+            "tool_use_id": f"toolu_{uuid.uuid4().hex[:12]}",
+        }
+    ).encode()
+
+
+@pytest.fixture(scope="session")
+def shop_state(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> ShopState:
+    """The shop monorepo indexed with the real model, once per session."""
+    from tests.shop_project import build_shop
+
+    root = tmp_path_factory.mktemp("shop")
+    state = ShopState(build_shop(root), root / "state")
+    report = state.reindex(embedder)
+    assert report.files_indexed >= 15, report.to_json()
+    return state

@@ -144,8 +144,9 @@ def test_session_list_footer_names_a_command_that_lists_every_live_adr(
     and that command shows the live records the list left out."""
     import re
 
-    from precedents.recall.core import SESSION_MAX_ADRS, _fit_session
     from precedents.recall.format import LineParts
+    from precedents.recall.start import SESSION_MAX_ADRS
+    from precedents.recall.start import fit_session as _fit_session
 
     parts = [LineParts(f"{i:04d}", " ", f"Decision {i}", "") for i in range(SESSION_MAX_ADRS + 5)]
     text = _fit_session(parts)

@@ -2,25 +2,23 @@
 
 Claude Code is installed from npm once into ~/.cache/precedents-test (or
 ``PRECEDENTS_TEST_CACHE``), pointed at a small fake Messages API on 127.0.0.1
-that records request bodies and streams a one-word reply. Skipped only where
-node/npm are missing.
+(tests/claude_api_stub.py) that records request bodies and streams a one-word
+reply. Skipped only where node/npm are missing.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
 import subprocess
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 
 from precedents.hook.install import install
+from tests import claude_api_stub
+from tests.claude_api_stub import CACHE, CLAUDE_CODE_VERSION, StubApi, ToolUse, hook_context
 
 pytest.register_assert_rewrite("tests.conftest_daemon")
 from tests.conftest_daemon import (  # noqa: E402 - after the rewrite registration
@@ -28,91 +26,16 @@ from tests.conftest_daemon import (  # noqa: E402 - after the rewrite registrati
     RELATED_HEADLINE,
     RELATED_NOTE,
     DevState,
+    ShopState,
     hook_env,
 )
 
 # The session index of the dev notes and the daemon over it (shared with the other modules).
 pytest_plugins = ["tests.conftest_daemon"]
 
-CLAUDE_CODE_VERSION = os.environ.get("PRECEDENTS_TEST_CLAUDE_CODE", "2.1.332")
-CACHE = Path(os.environ.get("PRECEDENTS_TEST_CACHE", Path.home() / ".cache" / "precedents-test"))
 CONTEXT_MARK = "UserPromptSubmit hook additional context:"
-
-
-def _sse(events: list[dict[str, Any]]) -> bytes:
-    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)
-
-
-MESSAGE = {
-    "id": "msg_test",
-    "type": "message",
-    "role": "assistant",
-    "model": "claude-test",
-    "content": [],
-    "stop_reason": None,
-    "stop_sequence": None,
-    "usage": {"input_tokens": 10, "output_tokens": 1},
-}
-STREAM = _sse(
-    [
-        {"type": "message_start", "message": MESSAGE},
-        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "OK"}},
-        {"type": "content_block_stop", "index": 0},
-        {
-            "type": "message_delta",
-            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-            "usage": {"output_tokens": 1},
-        },
-        {"type": "message_stop"},
-    ]
-)
-
-
-class FakeApi(BaseHTTPRequestHandler):
-    """Records every request body; answers /v1/messages with a minimal reply."""
-
-    bodies: ClassVar[list[str]] = []
-
-    def log_message(self, *args: Any) -> None:  # keep pytest output clean
-        pass
-
-    def _send(self, code: int, body: bytes, ctype: str = "application/json") -> None:
-        self.send_response(code)
-        self.send_header("content-type", ctype)
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def do_GET(self) -> None:
-        self._send(404, b'{"type":"error","error":{"type":"not_found_error","message":"no"}}')
-
-    def do_HEAD(self) -> None:
-        self._send(200, b"")
-
-    def do_POST(self) -> None:
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length).decode("utf-8", "replace")
-        type(self).bodies.append(raw)
-        if not self.path.startswith("/v1/messages"):
-            self._send(404, b'{"type":"error","error":{"type":"not_found_error","message":"no"}}')
-            return
-        if self.path.startswith("/v1/messages/count_tokens"):
-            self._send(200, b'{"input_tokens": 10}')
-            return
-        try:
-            streamed = bool(json.loads(raw).get("stream"))
-        except ValueError:
-            streamed = False
-        if streamed:
-            self._send(200, STREAM, "text/event-stream")
-        else:
-            reply = {
-                **MESSAGE,
-                "content": [{"type": "text", "text": "OK"}],
-                "stop_reason": "end_turn",
-            }
-            self._send(200, json.dumps(reply).encode())
+# Lets the file tools run in `-p` mode, as root too (docs/claude-code-hooks-probe.md).
+TOOLS = ("--allowedTools", "Read,Edit,Write")
 
 
 @pytest.fixture(scope="module")
@@ -146,37 +69,21 @@ def claude_bin() -> Path:
 
 @pytest.fixture
 def fake_api() -> Iterator[tuple[str, list[str]]]:
-    FakeApi.bodies = []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeApi)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", FakeApi.bodies
-    finally:
-        server.shutdown()
-        server.server_close()
+    with StubApi() as api:
+        yield api.url, api.bodies
 
 
 def claude_env(home: Path, tmp_path: Path, api_url: str, **extra: str) -> dict[str, str]:
     """Claude Code's environment in a test: a private home and config folder, the
     stand-in Messages API, no telemetry or updates, the hook pointed at ``home``."""
-    env = hook_env(
-        home,
-        HOME=str(tmp_path / "home"),
-        CLAUDE_CONFIG_DIR=str(tmp_path / "claude-config"),
-        ANTHROPIC_BASE_URL=api_url,
-        ANTHROPIC_API_KEY="sk-ant-test-dummy",
-        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-        DISABLE_AUTOUPDATER="1",
-        DISABLE_TELEMETRY="1",
-        DISABLE_ERROR_REPORTING="1",
-        CLAUDE_CODE_ENABLE_TELEMETRY="0",
+    return claude_api_stub.claude_env(
+        tmp_path,
+        api_url,
+        base=hook_env(home),
         # Wiring, not speed, is tested here: the CI box may be busy.
         PRECEDENTS_HOOK_BUDGET_MS="5000",
         **extra,
     )
-    env.pop("CLAUDECODE", None)
-    return env
 
 
 def run_claude(exe: Path, project: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -217,3 +124,48 @@ def test_claude_code_sends_the_injected_note(
     body = messages[-1]
     assert RELATED_HEADLINE in body and RELATED_NOTE in body
     assert proc.returncode == 0, proc.stderr[-1500:]
+
+
+@pytest.mark.slow
+def test_claude_code_sends_the_rules_of_the_file_a_tool_touches(
+    tmp_path: Path, claude_bin: Path, shop_state: ShopState
+) -> None:
+    """PreToolUse on a Write of a NEW file and on a Read: each tool's next request carries
+    the rule scoped to that file; the same rule is not sent twice in the session."""
+    from tests.conftest_daemon import copy_state, running_daemon
+
+    home = copy_state(shop_state, tmp_path)  # type: ignore[arg-type]
+    repo = shop_state.shop.repo
+    new_file = repo / "src" / "api" / "refunds.ts"
+    turns = [
+        ToolUse("Write", {"file_path": str(new_file), "content": "export {};\n"}),
+        ToolUse("Read", {"file_path": str(repo / "src" / "db" / "orders.ts")}),
+        ToolUse("Read", {"file_path": str(repo / "src" / "api" / "users.ts")}),
+    ]
+    settings_file = repo / ".claude" / "settings.local.json"
+    report = install(settings_file, claude=str(claude_bin))
+    assert "PreToolUse" in report.added
+    try:
+        with running_daemon(home), StubApi(turns) as api:
+            proc = subprocess.run(
+                [str(claude_bin), "-p", "add a refunds endpoint", "--max-turns", "5", *TOOLS],
+                cwd=repo,
+                env=claude_env(home, tmp_path, api.url),
+                capture_output=True,
+                text=True,
+                timeout=180,
+                check=False,
+            )
+            bodies = [r.body for r in api.main_requests()]
+    finally:
+        install(settings_file, uninstall=True)
+        new_file.unlink(missing_ok=True)
+    assert proc.returncode == 0, proc.stderr[-1500:]
+    last = bodies[-1]
+    write = hook_context(last, "PreToolUse", "Write")
+    assert write and write[0].startswith("Possibly related past records"), bodies[-1][-3000:]
+    assert shop_state.shop.rule(".cursor/rules/api-handlers.mdc") in write[0]
+    read = hook_context(last, "PreToolUse", "Read")
+    assert any(shop_state.shop.rule(".claude/rules/database.md") in r for r in read)
+    # The third tool touched another file under src/api/: its rule was given already.
+    assert sum(shop_state.shop.rule(".cursor/rules/api-handlers.mdc") in t for t in read) == 0

@@ -14,9 +14,7 @@ import os
 import socket
 import stat
 import sys
-import threading
 import time
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +36,7 @@ from precedents.query_daemon.http import (
 )
 
 pytest.register_assert_rewrite("tests.conftest_daemon")
+from tests.claude_api_stub import StubApi  # noqa: E402
 from tests.conftest_daemon import (  # noqa: E402 - after the rewrite registration
     RELATED,
     RELATED_HEADLINE,
@@ -53,7 +52,6 @@ from tests.conftest_daemon import (  # noqa: E402 - after the rewrite registrati
 )
 from tests.test_claude_code_e2e import (  # noqa: E402
     CONTEXT_MARK,
-    FakeApi,
     claude_bin,  # noqa: F401 - the fixture that installs Claude Code from npm
     claude_env,
     run_claude,
@@ -161,6 +159,7 @@ def test_bad_requests_get_4xx_and_it_keeps_serving(http_daemon: Any, tmp_path: P
             PATH,
             400,
         ),
+        (json.dumps({"cwd": "/x", "hook_event_name": "Stop"}).encode(), {}, "POST", PATH, 400),
         (prompt_json(RELATED, tmp_path), {}, "GET", PATH, 405),
         (prompt_json(RELATED, tmp_path), {}, "POST", "/other", 404),
     ]
@@ -335,7 +334,7 @@ def test_install_http_entries_hold_no_secret(tmp_path: Path) -> None:
     data = json.loads(path.read_text())["hooks"]
     assert [g["hooks"][0]["type"] for g in data["UserPromptSubmit"]] == ["http"]
     assert all(is_ours(g["hooks"][0]) for groups in data.values() for g in groups)
-    assert install(path, uninstall=True).removed == 2
+    assert install(path, uninstall=True).removed == 3
     assert "hooks" not in json.loads(path.read_text())
 
 
@@ -422,24 +421,20 @@ def test_claude_code_posts_to_the_daemon(
     settings_file = project / ".claude" / "settings.local.json"
     report = install(settings_file, claude=str(exe), http_url=f"http://127.0.0.1:{port}{PATH}")
     assert report.http
-    FakeApi.bodies = []
-    api = ThreadingHTTPServer(("127.0.0.1", 0), FakeApi)
-    threading.Thread(target=api.serve_forever, daemon=True).start()
+    api = StubApi().start()
     try:
         with running_daemon(home):
-            api_url = f"http://127.0.0.1:{api.server_address[1]}"
-            env = claude_env(home, tmp_path, api_url, **{TOKEN_ENV: token})
+            env = claude_env(home, tmp_path, api.url, **{TOKEN_ENV: token})
             started = time.monotonic()
             proc = run_claude(exe, project, env)
             assert time.monotonic() - started < 170
     finally:
         install(settings_file, uninstall=True)
-        api.shutdown()
-        api.server_close()
-    messages = [b for b in FakeApi.bodies if CONTEXT_MARK in b]
+        api.stop()
+    messages = [b for b in api.bodies if CONTEXT_MARK in b]
     assert messages, (
         f"no request carried the hook's context; exit {proc.returncode}, "
-        f"stderr {proc.stderr[-1500:]!r}, {len(FakeApi.bodies)} requests"
+        f"stderr {proc.stderr[-1500:]!r}, {len(api.bodies)} requests"
     )
     assert RELATED_HEADLINE in messages[-1] and RELATED_NOTE in messages[-1]
     assert proc.returncode == 0, proc.stderr[-1500:]

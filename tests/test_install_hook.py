@@ -86,7 +86,11 @@ def test_merges_keeps_others_and_never_duplicates(tmp_path: Path) -> None:
     assert again.action == "unchanged"
     data = read(path)
     assert data["model"] == "opus"
-    assert data["hooks"]["PreToolUse"] == original["hooks"]["PreToolUse"]
+    # The user's own PreToolUse group stays first and untouched; ours is a group of its own.
+    pre = data["hooks"]["PreToolUse"]
+    assert pre[0] == original["hooks"]["PreToolUse"][0]
+    assert pre[1]["matcher"] == "Read|Edit|MultiEdit|Write|NotebookEdit"
+    assert pre[1]["hooks"][0]["args"][-1] == "file" and is_ours(pre[1]["hooks"][0])
     prompt = data["hooks"]["UserPromptSubmit"]
     assert prompt[0] == {"hooks": [USER_HOOK]}
     assert sum(is_ours(h) for g in prompt for h in g["hooks"]) == 1
@@ -103,7 +107,7 @@ def test_uninstall_removes_exactly_what_it_added(tmp_path: Path) -> None:
     path.write_text(json.dumps(original))
     install(path, python=PY, exec_form=True)
     report = install(path, uninstall=True)
-    assert report.action == "uninstalled" and report.removed == 2
+    assert report.action == "uninstalled" and report.removed == 3
     assert read(path) == original
     assert install(path, uninstall=True).action == "absent"
     fresh = tmp_path / "fresh.json"
@@ -176,7 +180,7 @@ def test_cli_default_is_the_users_settings(
     again = runner.invoke(app(), ["install-hook", "--form", "exec", "--json"])
     assert json.loads(again.output)["action"] == "unchanged"
     result = runner.invoke(app(), ["install-hook", "--uninstall"])
-    assert "removed 2" in result.output
+    assert "removed 3" in result.output
     assert read(user_file) == {"theme": "dark"}
 
 
@@ -211,11 +215,11 @@ def test_cli_project_is_local_and_shared_is_explicit(
     result = runner.invoke(app(), ["install-hook", "--user", "--shared"])
     assert result.exit_code == 2
     result = runner.invoke(app(), ["install-hook", "--project", str(project), "--uninstall"])
-    assert "removed 2" in result.output and "hooks" not in read(local)
+    assert "removed 3" in result.output and "hooks" not in read(local)
     result = runner.invoke(
         app(), ["install-hook", "--project", str(project), "--shared", "--uninstall"]
     )
-    assert "removed 2" in result.output
+    assert "removed 3" in result.output
     assert read(committed) == {"permissions": {"allow": ["Bash(ls)"]}}
     result = runner.invoke(app(), ["install-hook", "--user", "--json"])
     assert result.exit_code == 0, result.output

@@ -95,7 +95,8 @@ def test_manifest_names_the_package_version() -> None:
 
 def test_hooks_and_mcp_name_nothing_absolute() -> None:
     hooks = load(PLUGIN / "hooks" / "hooks.json")["hooks"]
-    assert set(hooks) == {"UserPromptSubmit", "SessionStart"}
+    assert set(hooks) == {"UserPromptSubmit", "PreToolUse", "SessionStart"}
+    assert hooks["PreToolUse"][0]["matcher"] == "Read|Edit|MultiEdit|Write|NotebookEdit"
     modes = {}
     for event, groups in hooks.items():
         [handler] = [h for g in groups for h in g["hooks"]]
@@ -103,7 +104,7 @@ def test_hooks_and_mcp_name_nothing_absolute() -> None:
         assert ROOT_VAR in handler["command"]
         assert_not_absolute(handler["command"])
         modes[event] = handler["command"].split()[-1]
-    assert modes == {"UserPromptSubmit": "prompt", "SessionStart": "session"}
+    assert modes == {"UserPromptSubmit": "prompt", "PreToolUse": "file", "SessionStart": "session"}
     servers = load(PLUGIN / ".mcp.json")["mcpServers"]
     assert servers["precedents"]["command"] == "precedents"
     assert servers["precedents"]["args"] == ["mcp"]
@@ -232,7 +233,11 @@ def test_claude_validates_the_plugin_and_the_marketplace(tmp_path: Path, claude_
     )
     assert report["success"] and not report["manifest"]["errors"]
     provides = report["provides"]
-    assert {h["event"] for h in provides["hooks"]} == {"UserPromptSubmit", "SessionStart"}
+    assert {h["event"] for h in provides["hooks"]} == {
+        "UserPromptSubmit",
+        "PreToolUse",
+        "SessionStart",
+    }
     assert [s["name"] for s in provides["mcpServers"]] == ["precedents"]
     assert sorted(provides["commands"]) == ["precedents:remember", "precedents:why"]
     proc = claude(claude_bin, "plugin", "validate", "--strict", str(REPO), env=env, cwd=REPO)

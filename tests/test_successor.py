@@ -73,8 +73,9 @@ def test_the_live_successor_comes_with_a_superseded_adr(dev_state: DevState, emb
 
 def test_the_session_list_says_how_many_it_left_out() -> None:
     from precedents.protocol import EVENT_SESSION, printed_bytes
-    from precedents.recall.core import SESSION_CAP_BYTES, SESSION_MAX_ADRS, _fit_session
     from precedents.recall.format import LineParts
+    from precedents.recall.start import SESSION_CAP_BYTES, SESSION_MAX_ADRS
+    from precedents.recall.start import fit_session as _fit_session
 
     parts = [
         LineParts(f"{i:04d}", " ", f"Decision number {i} about a thing", "") for i in range(60)

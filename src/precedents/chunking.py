@@ -30,7 +30,7 @@ Conversation parsing lives in :mod:`precedents.conversations` (re-exported here)
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +77,9 @@ class NoteMeta:
     body: str
     date: str
     warnings: tuple[str, ...]
+    # The front matter as read (empty when there is none or it is broken): a
+    # rule's scope keys (`globs`, `paths`, `applyTo`...) are read from it.
+    front: dict[str, Any] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- notes
@@ -240,6 +243,7 @@ def parse_note(text: str, stem: str) -> NoteMeta:
         body=body,
         date=date,
         warnings=tuple(warnings),
+        front=meta or {},
     )
 
 

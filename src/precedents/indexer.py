@@ -38,6 +38,8 @@ from precedents.errors import ModelError
 from precedents.kinds import Kind
 from precedents.language import is_english
 from precedents.progress import PassProgress, Progress
+from precedents.rules.formats import classify, format_in_path
+from precedents.rules.scope import named_scope, rule_scope
 from precedents.runlock import WriterLock
 from precedents.second_model import load_second_model
 from precedents.secrets import mask_secrets
@@ -51,7 +53,8 @@ EMBED_BATCH = 64
 # next full pass (reindex, the watcher's start) then re-reads every file.
 # 2: Cursor-style front matter (`globs: **/*.ts`) read as Cursor reads it.
 # 3: documents not written in English also get multilingual vectors (store/second.py).
-CHUNKER_VERSION = "3"
+# 4: every record gets its file scope (rules/scope.py): a rule's, the files a note names.
+CHUNKER_VERSION = "4"
 # Commit after every embedding batch (~2-3 s of work on 2 cores): an interrupted
 # first index keeps what it did, and the next run goes on from there. A commit
 # costs ~10 ms; compaction keeps the versions in check.
@@ -337,15 +340,27 @@ class Indexer:
             return None, []
         # Mask before parsing and chunking: a secret cut by a chunk boundary
         # would no longer be recognisable in either half.
-        meta = parse_note(mask_secrets(text), src.path.stem)
-        for warning in meta.warnings:
-            report.problems.append(Problem(str(src.path), warning))
+        placed = classify(src.path, src.project) if src.kind == "rule" else None
+        stem = f"{src.path.name} ({placed.base}/)" if placed and placed.base else src.path.stem
+        meta = parse_note(mask_secrets(text), stem)
         name, description, date, adr_id = meta.name, meta.description, meta.date, ""
+        warnings = list(meta.warnings)
         if src.kind == "adr":
-            adr_id, name, date = self._adr_identity(src, name, date)
+            adr_id, name, date, component = self._adr_identity(src, name, date)
             description = adr_summary(meta.body) or description
+            scope = named_scope(meta.body, component)
+        elif src.kind == "rule":
+            fmt = placed.format if placed else format_in_path(src.path)
+            scope = rule_scope(fmt, placed.base if placed else "", meta.front)
+            warnings += scope.warnings
+        else:
+            scope = named_scope(meta.body)
+        for warning in warnings:
+            report.problems.append(Problem(str(src.path), warning))
         chunks = chunk_document(name, description, meta.body)
-        doc = DocumentRecord(src.kind, src.project, str(src.path), name, description, date, adr_id)
+        doc = DocumentRecord(
+            src.kind, src.project, str(src.path), name, description, date, adr_id, scope.to_json()
+        )
         return doc, chunks
 
     def _conversation(
@@ -364,8 +379,8 @@ class Indexer:
         doc = DocumentRecord("conversation", src.project, str(src.path), conv.title, "", conv.date)
         return doc, chunks
 
-    def _adr_identity(self, src: SourceFile, name: str, date: str) -> tuple[str, str, str]:
-        """The ADR's id, title and date as the ADR graph reads them (one parser for all)."""
+    def _adr_identity(self, src: SourceFile, name: str, date: str) -> tuple[str, str, str, str]:
+        """The ADR's id, title, date and component as the ADR graph reads them (one parser)."""
         folder = src.path.parent
         graph = self._adr_graphs.get(folder)
         if graph is None:
@@ -374,9 +389,9 @@ class Indexer:
             self._adr_graphs[folder] = graph
         record = graph.record_for_path(src.path)  # type: ignore[attr-defined]
         if record is None:
-            return "", name, date
+            return "", name, date, ""
         title = str(record.title or name)  # masked by the graph, like everything stored
-        return str(record.id), title, str(record.date or date)
+        return str(record.id), title, str(record.date or date), str(record.component or "")
 
     # -- embedding and writing ---------------------------------------------------
 

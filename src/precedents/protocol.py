@@ -69,6 +69,7 @@ HEADER = (
 )
 EVENT_PROMPT = "UserPromptSubmit"
 EVENT_SESSION = "SessionStart"
+EVENT_FILE = "PreToolUse"
 
 USE_TCP = os.name == "nt"
 

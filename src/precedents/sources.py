@@ -20,6 +20,7 @@ from precedents.config import Settings
 from precedents.errors import UsageError
 from precedents.kinds import SHARED_PROJECT, Kind
 from precedents.paths import git_root
+from precedents.rules import formats as rule_formats
 
 log = logging.getLogger("precedents.sources")
 
@@ -40,6 +41,17 @@ class SourceDir:
     project: str
     suffix: tuple[str, ...] = (".md",)
     recursive: bool = False
+    # When set: only the files of exactly these names directly in ``root``, hidden
+    # ones included (`.cursorrules`, `AGENTS.md`); ``suffix`` and ``recursive`` unused.
+    names: tuple[str, ...] = ()
+
+    def takes(self, name: str) -> bool:
+        """Whether a file called ``name`` (directly in, or below, ``root``) is this source's."""
+        if self.names:
+            return name in self.names
+        if not name.endswith(self.suffix):
+            return False
+        return not (self.kind == "note" and name == MEMORY_INDEX)
 
 
 @dataclass(frozen=True)
@@ -186,12 +198,9 @@ def claude_sources(claude_dir: Path) -> list[SourceDir]:
         if not project.startswith(UNRESOLVED_PREFIX) and project not in roots:
             roots.append(project)
     # Every project Claude Code was used in brings its own ADR folder (docs/adr,
-    # doc/adr, docs/decisions...) without any config: it is that project's.
+    # doc/adr, docs/decisions...) and its own rule files without any config.
     for root in roots:
-        out.extend(
-            SourceDir("adr", d, root, (".md",), recursive=True)
-            for d in _repo_adr_dirs([Path(root)])
-        )
+        out.extend(project_sources(Path(root)))
     if (claude_dir / "rules").is_dir():
         out.append(
             SourceDir("rule", claude_dir / "rules", SHARED_PROJECT, MARKDOWN, recursive=True)
@@ -219,8 +228,18 @@ def configured_sources(settings: Settings, given: Sources | None = None) -> list
     for d in settings.conversations:
         out.append(SourceDir("conversation", d, project_root(d), JSONL))
     named = [Path(project_root(given.project))] if given and given.project else []
-    for d in [*settings.adrs, *_repo_adr_dirs([*settings.repos, *named])]:
+    for d in settings.adrs:
         out.append(SourceDir("adr", d, project_root(d), (".md",), recursive=True))
+    for repo in [*settings.repos, *named]:
+        out.extend(project_sources(Path(project_root(repo))))
+    return out
+
+
+def project_sources(root: Path) -> list[SourceDir]:
+    """A project's own ADR folders and rule files (docs/rules.md), found without config."""
+    out = [SourceDir("adr", d, str(root), (".md",), recursive=True) for d in _repo_adr_dirs([root])]
+    for w in rule_formats.discover(root).watches:
+        out.append(SourceDir("rule", w.folder, str(root), w.suffixes, w.recursive, names=w.names))
     return out
 
 
@@ -305,7 +324,7 @@ def _walk_dir(src: SourceDir, problems: list[Problem]) -> Iterator[Path]:
             problems.append(Problem(str(folder), f"cannot list folder: {exc.strerror}"))
             continue
         for entry in entries:
-            if entry.name.startswith("."):
+            if entry.name.startswith(".") and entry.name not in src.names:
                 continue
             path = Path(entry.path)
             try:
@@ -316,7 +335,7 @@ def _walk_dir(src: SourceDir, problems: list[Problem]) -> Iterator[Path]:
                         problems.append(Problem(str(path), "broken or looping symlink"))
                     continue
                 if entry.is_dir():
-                    if src.recursive:
+                    if src.recursive and not src.names:
                         stack.append(path)
                     continue
                 is_file = entry.is_file()
@@ -327,7 +346,5 @@ def _walk_dir(src: SourceDir, problems: list[Problem]) -> Iterator[Path]:
                 if entry.is_symlink():
                     problems.append(Problem(str(path), "broken or looping symlink"))
                 continue
-            if entry.name.endswith(src.suffix) and not (
-                src.kind == "note" and entry.name == MEMORY_INDEX
-            ):
+            if src.takes(entry.name):
                 yield path

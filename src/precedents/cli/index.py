@@ -124,6 +124,12 @@ def _status_lines(info: dict[str, Any]) -> list[str]:
         lines.append(f"  {kind:<13} {c['documents']:>6} docs {c['chunks']:>7} chunks")
     for proj, c in info["projects"].items():
         lines.append(f"  {proj:<40} {c['documents']:>6} docs")
+    formats = (info.get("rules") or {}).get("formats") or {}
+    if formats:
+        lines.append("rules by format (docs/rules.md):")
+    for fmt, c in formats.items():
+        modes = ", ".join(f"{n} {mode}" for mode, n in sorted(c["modes"].items()))
+        lines.append(f"  {fmt:<21} {c['files']:>4} files  ({modes})")
     if info.get("model_load_seconds") is not None:
         lines.append(f"model load: {info['model_load_seconds']:.1f}s (last time it was needed)")
     lines.append(f"sources: {len(info['sources'])} folders")

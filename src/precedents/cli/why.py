@@ -33,13 +33,15 @@ def why(
         typer.echo(_line(a))
         for path in a["shown"]:
             typer.echo(f"    {path}")
+        for path in a.get("withheld") or []:
+            typer.echo(f"    {path}  (already given in this session)")
 
 
 def _line(a: dict[str, Any]) -> str:
     scores = " ".join(
         f"{k} {a[k]:.3f}" for k in ("top", "gap", "relevance") if isinstance(a.get(k), float)
     )
-    return f"{a['time']}  {a['decision']:<11} {scores}"
+    return f"{a['time']}  {a.get('event', 'prompt'):<6} {a['decision']:<13} {scores}".rstrip()
 
 
 PathArg = Annotated[Path, typer.Argument(help="The record's file (a note, rule or ADR).")]

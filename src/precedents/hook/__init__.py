@@ -1,4 +1,4 @@
-"""`precedents-hook`: Claude Code's UserPromptSubmit / SessionStart hook client.
+"""`precedents-hook`: Claude Code's UserPromptSubmit / PreToolUse / SessionStart hook client.
 
 Standard library only, and as few modules as possible: Python's own start-up
 is most of the hook's time budget (SPEC §7). It reads Claude Code's stdin
@@ -16,8 +16,12 @@ fails must never block the conversation.
   on every message; for the same reason JSON goes through :mod:`protocol`'s
   C-level codec.)
 
-Arguments: ``prompt`` (default) or ``session`` (the SessionStart mode, which
-hands the agent the repository's live ADRs), and ``--budget-ms N``.
+Arguments: ``prompt`` (default), ``file`` (PreToolUse of the file tools: the
+project's rules scoped to the file, and records that name it) or ``session``
+(SessionStart: the rules that always apply and the live ADRs), and
+``--budget-ms N``. The mode also follows ``hook_event_name`` on stdin. The
+session's id (and, for prompts, its transcript's path) go to the daemon, which
+gives a record once per session; the file's path goes to the daemon only.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import sys
 import time
 
 from precedents.protocol import (
+    EVENT_FILE,
     EVENT_PROMPT,
     EVENT_SESSION,
     MIN_PROMPT_CHARS,
@@ -147,7 +152,7 @@ def _parse_args(argv: list[str]) -> tuple[str, float | None]:
     mode, budget = "prompt", None
     it = iter(argv)
     for arg in it:
-        if arg in ("prompt", "session"):
+        if arg in ("prompt", "session", "file"):
             mode = arg
         elif arg == "--budget-ms":
             try:
@@ -188,6 +193,70 @@ def _cwd(data: dict[str, object]) -> str:
         return os.path.abspath(os.sep)
 
 
+def _short(value: object) -> str:
+    """A string field of the stdin JSON that is an id or a path ("" otherwise)."""
+    return value if isinstance(value, str) and len(value) <= MAX_PATH_CHARS else ""
+
+
+def _tool_path(tool_input: object) -> str | None:
+    """The file a file tool is about to touch (``file_path``; NotebookEdit's ``notebook_path``)."""
+    if not isinstance(tool_input, dict):
+        return None
+    for key in ("file_path", "notebook_path", "path"):
+        value = _short(tool_input.get(key))
+        if value:
+            return value
+    return None
+
+
+def _budget(budget_ms: float | None) -> float:
+    """The answer budget in seconds: the environment beats the installed ``--budget-ms``
+    (a one-off override), which beats the default."""
+    env_budget = os.environ.get("PRECEDENTS_HOOK_BUDGET_MS")
+    try:
+        return float(env_budget or budget_ms or PROMPT_BUDGET_MS) / 1000
+    except ValueError:
+        return PROMPT_BUDGET_MS / 1000
+
+
+def request_for(
+    data: dict[str, object], mode: str, cwd: str
+) -> tuple[str, dict[str, object] | None, str]:
+    """The daemon request for one hook input (this hook's and the HTTP listener's):
+    (kind: "prompt" | "file" | "session", the request or None, why there is none:
+    "bad-input", "short" or "no-path"). The event on stdin beats the ``mode``."""
+    event = data.get("hook_event_name")
+    kind = {EVENT_SESSION: "session", EVENT_FILE: "file", EVENT_PROMPT: "prompt"}.get(
+        str(event), mode
+    )
+    session_id = _short(data.get("session_id"))
+    if kind == "session":
+        return kind, {"op": "session", "cwd": cwd, "session_id": session_id}, ""
+    if kind == "file":
+        path = _tool_path(data.get("tool_input"))
+        if path is None:
+            return kind, None, "no-path"
+        return kind, {"op": "file", "cwd": cwd, "path": path, "session_id": session_id}, ""
+    prompt = data.get("prompt")
+    if not isinstance(prompt, str):
+        return kind, None, "bad-input"
+    # Only the start of a long prompt is sent: the model reads no more (protocol).
+    prompt = clip_prompt(prompt)
+    if len(prompt.strip()) < MIN_PROMPT_CHARS:
+        return kind, None, "short"
+    request: dict[str, object] = {
+        "op": "context",
+        "prompt": prompt,
+        "cwd": cwd,
+        "session_id": session_id,
+        "transcript_path": _short(data.get("transcript_path")),
+    }
+    return kind, request, ""
+
+
+EVENTS_OUT = {"session": EVENT_SESSION, "file": EVENT_FILE, "prompt": EVENT_PROMPT}
+
+
 def _call(
     home: str, mode: str, budget_ms: float | None, stdin: bytes, fields: dict[str, object]
 ) -> str | None:
@@ -200,31 +269,12 @@ def _call(
     if not isinstance(data, dict):
         fields["outcome"] = "bad-input"
         return None
-    event = data.get("hook_event_name")
-    session = mode == "session" or event == EVENT_SESSION
-    kind = "session" if session else "prompt"
+    kind, request, outcome = request_for(data, mode, _cwd(data))
     fields["event"] = kind
-    cwd = _cwd(data)
-    if session:
-        request: dict[str, object] = {"op": "session", "cwd": cwd}
-        budget = (budget_ms or SESSION_BUDGET_MS) / 1000
-    else:
-        prompt = data.get("prompt")
-        if not isinstance(prompt, str):
-            fields["outcome"] = "bad-input"
-            return None
-        # Only the start of a long prompt is sent: the model reads no more (protocol).
-        prompt = clip_prompt(prompt)
-        if len(prompt.strip()) < MIN_PROMPT_CHARS:
-            fields["outcome"] = "short"
-            return None
-        request = {"op": "context", "prompt": prompt, "cwd": cwd}
-        # The environment beats the installed --budget-ms (a one-off override).
-        env_budget = os.environ.get("PRECEDENTS_HOOK_BUDGET_MS")
-        try:
-            budget = float(env_budget or budget_ms or PROMPT_BUDGET_MS) / 1000
-        except ValueError:
-            budget = PROMPT_BUDGET_MS / 1000
+    if request is None:
+        fields["outcome"] = outcome
+        return None
+    budget = (budget_ms or SESSION_BUDGET_MS) / 1000 if kind == "session" else _budget(budget_ms)
     # Whatever time start-up already took comes out of the budget.
     budget -= time.perf_counter() - _STARTED
     try:
@@ -241,7 +291,7 @@ def _call(
             "starting" if answer.get("starting") else ("none" if answer.get("ok") else "error")
         )
         return None
-    line = hook_output(context, EVENT_SESSION if session else EVENT_PROMPT)
+    line = hook_output(context, EVENTS_OUT[kind])
     fields.update(outcome="injected", bytes=len(line.encode("utf-8")) + 1)
     return line
 

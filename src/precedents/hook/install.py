@@ -7,7 +7,8 @@ project, that project's ``.claude/settings.local.json`` (not committed); its
 committed ``.claude/settings.json`` only when asked for explicitly (``shared``),
 since the entries hold this machine's absolute paths.
 
-Both hooks (``UserPromptSubmit`` and ``SessionStart``) run the venv's Python
+The three hooks (``UserPromptSubmit``, ``PreToolUse`` of the file tools, and
+``SessionStart``) run the venv's Python
 directly, ``-I -S`` with the launcher script (:mod:`precedents.hook.launch`):
 no shell, no console-script wrapper, no site-packages scan on the hot path.
 
@@ -45,7 +46,10 @@ from typing import Any
 
 from precedents.errors import UsageError
 
-EVENTS = {"UserPromptSubmit": "prompt", "SessionStart": "session"}
+EVENTS = {"UserPromptSubmit": "prompt", "SessionStart": "session", "PreToolUse": "file"}
+# The tools that touch one file (docs/rules.md): their PreToolUse gets the file's rules.
+FILE_TOOLS = "Read|Edit|MultiEdit|Write|NotebookEdit"
+MATCHERS = {"PreToolUse": FILE_TOOLS}
 TIMEOUT_S = 5
 ARGS_SINCE = (2, 1, 139)
 # Claude Code's changelog: "Added HTTP hooks" in 2.1.63.
@@ -275,9 +279,12 @@ def install(
                 mode,
                 python=interpreter,
                 exec_form=exec_form,
-                budget_ms=budget_ms if mode == "prompt" else None,
+                budget_ms=budget_ms if mode != "session" else None,
             )
-        hooks.setdefault(event, []).append({"hooks": [entry]})
+        group: dict[str, Any] = {"hooks": [entry]}
+        if event in MATCHERS:
+            group = {"matcher": MATCHERS[event], **group}
+        hooks.setdefault(event, []).append(group)
         added.append(event)
     data["hooks"] = hooks
     http = http_url is not None

@@ -15,15 +15,20 @@ LOG = "daemon.log"
 _MARK = " answer {"
 
 
+# Reasons for which something was chosen (recall/selection.py; "file": the file hook's).
+CHOSEN = ("narrow", "wide", "changed", "relevant", "file")
+
+
 def _decision(entry: dict[str, Any]) -> str:
     reason = str(entry.get("reason") or "")
-    if reason in ("narrow", "wide"):
+    if reason in CHOSEN:
         return "injected" if entry.get("bytes") else "nothing-fit"
     return reason or "none"
 
 
 def recent_answers(log_dir: Path, project: str | None, n: int = 5) -> list[dict[str, Any]]:
-    """The last ``n`` answers to prompts (newest first), of ``project`` when given."""
+    """The last ``n`` answers to prompts and file tools (newest first), of ``project``
+    when given; a record left out as given already in the session is ``withheld``."""
     found: list[dict[str, Any]] = []
     for name in (f"{LOG}.2", f"{LOG}.1", LOG):  # oldest first, as the handler rotates
         try:
@@ -38,13 +43,17 @@ def recent_answers(log_dir: Path, project: str | None, n: int = 5) -> list[dict[
                 entry = json.loads(line[at + len(_MARK) - 1 :])
             except ValueError:
                 continue
-            if entry.get("op") != "context" or (project and entry.get("project") != project):
+            if entry.get("op") not in ("context", "file"):
+                continue
+            if project and entry.get("project") != project:
                 continue
             found.append(
                 {
                     "time": line[:19],
                     "project": entry.get("project"),
+                    "event": "file" if entry.get("op") == "file" else "prompt",
                     "decision": _decision(entry),
+                    "withheld": entry.get("withheld") or [],
                     "reason": entry.get("reason"),
                     "top": entry.get("top"),
                     "gap": entry.get("gap"),

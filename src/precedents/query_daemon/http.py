@@ -37,14 +37,9 @@ from pathlib import Path
 from typing import Any
 
 from precedents import protocol
-from precedents.protocol import (
-    EVENT_PROMPT,
-    EVENT_SESSION,
-    MIN_PROMPT_CHARS,
-    PROTOCOL_VERSION,
-    clip_prompt,
-    hook_output,
-)
+from precedents.hook import EVENTS_OUT
+from precedents.hook import request_for as hook_request
+from precedents.protocol import PROTOCOL_VERSION, hook_output
 
 log = logging.getLogger("precedents.daemon.http")
 
@@ -58,6 +53,12 @@ MAX_BODY_BYTES = 5 * 1024 * 1024
 CONNECTION_TIMEOUT_S = 10.0
 MAX_CONNECTIONS = 64
 MAX_PATH_CHARS = 4096
+# The hook event an answer is printed for, by the daemon op that made it.
+EVENT_OF_OP = {
+    "context": EVENTS_OUT["prompt"],
+    "file": EVENTS_OUT["file"],
+    "session": EVENTS_OUT["session"],
+}
 
 Dispatch = Callable[[dict[str, Any]], dict[str, Any]]
 
@@ -90,26 +91,20 @@ def ensure_secret(home: Path) -> str:
 
 
 def request_for(data: dict[str, Any]) -> dict[str, Any] | str | None:
-    """The daemon request for a hook input, as the command hook builds it.
+    """The daemon request for a hook input, built as the command hook builds it.
 
-    Returns the request; None when there is nothing to ask (a short prompt);
-    a string saying what is wrong with the input.
+    Returns the request; None when there is nothing to ask (a short prompt, a
+    file tool without a path); a string saying what is wrong with the input.
     """
-    event = data.get("hook_event_name")
     cwd = data.get("cwd")
     if not isinstance(cwd, str) or not cwd or len(cwd) > MAX_PATH_CHARS:
         return "cwd missing"
-    if event == EVENT_SESSION:
-        return {"v": PROTOCOL_VERSION, "op": "session", "cwd": cwd}
-    if event != EVENT_PROMPT:
+    if data.get("hook_event_name") not in EVENTS_OUT.values():
         return "unsupported hook_event_name"
-    prompt = data.get("prompt")
-    if not isinstance(prompt, str):
-        return "prompt missing"
-    prompt = clip_prompt(prompt)
-    if len(prompt.strip()) < MIN_PROMPT_CHARS:
-        return None
-    return {"v": PROTOCOL_VERSION, "op": "context", "prompt": prompt, "cwd": cwd}
+    _kind, request, why = hook_request(data, "prompt", cwd)
+    if request is None:
+        return {"bad-input": "prompt missing", "no-path": "tool_input file path missing"}.get(why)
+    return {"v": PROTOCOL_VERSION, **request}
 
 
 class _Server(ThreadingHTTPServer):
@@ -226,8 +221,7 @@ class _Handler(BaseHTTPRequestHandler):
             answer = self.server.dispatch(request)
             context = answer.get("context") if answer.get("ok") else None
             if isinstance(context, str) and context:
-                event = EVENT_SESSION if request["op"] == "session" else EVENT_PROMPT
-                body = hook_output(context, event)
+                body = hook_output(context, EVENT_OF_OP[str(request["op"])])
         self._send(200, body.encode("utf-8"))
 
     def _not_allowed(self) -> None:

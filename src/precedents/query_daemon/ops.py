@@ -1,9 +1,11 @@
 """What the daemon answers, op by op (the socket and HTTP transports both call here).
 
 Ops: ``ping`` (at once, even while loading), ``stop``, ``context`` (the
-UserPromptSubmit hook), ``session`` (SessionStart), ``query`` (`precedents
-query`), ``status`` (`precedents status`) and ``index`` (`remember`). The
-log records ids, sizes, scores and timings, never a prompt's text.
+UserPromptSubmit hook), ``file`` (the PreToolUse hook of the file tools),
+``session`` (SessionStart), ``query`` (`precedents query`), ``status``
+(`precedents status`) and ``index`` (`remember`). The log records ids, sizes,
+scores and timings, never a prompt's text; for ``file``, the project and the
+records given, never the file's path (it may name what the user works on).
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ class Answers:
             return {"ok": summary is not None, "summary": summary}
         if op == "index":
             return self._index(request)
-        if op not in ("context", "session"):
+        if op not in ("context", "session", "file"):
             return {"ok": False, "error": f"unknown op {op!r}"}
         self._last_question = time.monotonic()
         cwd = request.get("cwd")
@@ -61,9 +63,10 @@ class Answers:
         if self.recall is None:
             log.info("answer %s", json.dumps({"op": op, "reason": "starting"}))
             return {"ok": True, "context": None, "starting": True}
+        session = _text(request.get("session_id"))
         if op == "session":
             started = time.perf_counter()
-            text = self.recall.session_context(cwd)
+            text = self.recall.session_context(cwd, session=session)
             log.info(
                 "answer %s",
                 json.dumps(
@@ -75,10 +78,18 @@ class Answers:
                 ),
             )
             return {"ok": True, "context": text}
+        if op == "file":
+            path = request.get("path")
+            if not isinstance(path, str) or not path:
+                return {"ok": False, "error": "path missing"}
+            answer = self.recall.file_context(cwd, path, session=session)
+            log.info("answer %s", json.dumps({"op": op, **answer.log_fields()}))
+            return {"ok": True, "context": answer.context}
         prompt = request.get("prompt")
         if not isinstance(prompt, str):
             return {"ok": False, "error": "prompt missing"}
-        answer = self.recall.context(prompt, cwd)
+        transcript = _text(request.get("transcript_path"))
+        answer = self.recall.context(prompt, cwd, session=session, transcript=transcript)
         # Ids, bytes, scores, timings and the prompt's length only: never its text.
         log.info("answer %s", json.dumps({"op": op, "chars": len(prompt), **answer.log_fields()}))
         return {"ok": True, "context": answer.context}
@@ -115,3 +126,8 @@ class Answers:
         ms = round((time.perf_counter() - started) * 1000, 1)
         log.info("answer %s", json.dumps({"op": "index", "indexed": indexed, "ms": ms}))
         return {"ok": True, "indexed": indexed}
+
+
+def _text(value: object, most: int = 4096) -> str:
+    """An optional string field of a request ("" when absent, not text, or too long)."""
+    return value if isinstance(value, str) and len(value) <= most else ""

@@ -9,7 +9,8 @@ from concurrent.futures import Future
 
 from precedents.store.rows import DocumentHit
 
-Work = tuple[str, tuple[str, ...]]  # (prompt, project keys)
+# (prompt, project keys, paths of documents it must not rank)
+Work = tuple[str, tuple[str, ...], frozenset[str]]
 # (hits, relevance of the top-ranked records or None, embed ms, search ms)
 Ranked = tuple[list[DocumentHit], float | None, float, float]
 

@@ -14,7 +14,6 @@ import os
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,15 +21,18 @@ from precedents.config import Settings
 from precedents.embedding import Embedder, load_embedder
 from precedents.errors import ModelMismatch, StoreError
 from precedents.kinds import DOCUMENT_KINDS, Kind
-from precedents.protocol import EVENT_SESSION, MIN_PROMPT_CHARS, clip_prompt
+from precedents.protocol import HEADER, MIN_PROMPT_CHARS, clip_prompt
+from precedents.recall.answer import Answer
 from precedents.recall.batcher import Batcher, Ranked, Work
 from precedents.recall.crosslingual import CrossLingual
 from precedents.recall.exported import Exporter
-from precedents.recall.format import LineParts, fit_lines, format_context, line_parts
+from precedents.recall.files import FileScopes
+from precedents.recall.hooks import HookAnswers
 from precedents.recall.marks import AdrMarks
 from precedents.recall.mute import MuteList
 from precedents.recall.relevance import DECISION_RANKS, Relevance
-from precedents.recall.selection import Selection, select
+from precedents.recall.selection import select
+from precedents.recall.sessions import SessionLog
 from precedents.recall.vectors import (
     CONVERSATION_RANKS,
     DOC_RANKS,
@@ -40,7 +42,7 @@ from precedents.recall.vectors import (
 )
 from precedents.snapshot_file import fingerprint
 from precedents.sources import project_keys, project_root
-from precedents.store.rows import DocumentHit, DocumentRecord
+from precedents.store.rows import DocumentHit
 
 if TYPE_CHECKING:
     from precedents.store import Store
@@ -48,37 +50,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("precedents.daemon")
 
 SNAPSHOT_FILE = "snapshot.npz"
-SESSION_CAP_BYTES = 2048
-SESSION_MAX_ADRS = 40
-SESSION_HEADER = (
-    "Live ADRs of this repository (current decisions only; read the file before relying on one)"
-)
-
-
-@dataclass
-class Answer:
-    """What one question produced, with the facts the log records (never the text)."""
-
-    context: str | None
-    selection: Selection | None = None
-    timings_ms: dict[str, float] = field(default_factory=dict)
-    skipped: str = ""  # why nothing was searched ("short", "no-index")
-    project: str = ""  # the project root the question was asked in (a path, never text)
-
-    def log_fields(self) -> dict[str, Any]:
-        """Ids, bytes, scores and timings: what the log may hold about an answer."""
-        sel = self.selection
-        return {
-            "ids": [h.record.adr_id or h.record.path for h in sel.chosen] if sel else [],
-            "shown": [h.record.path for h in sel.chosen] if sel else [],
-            "project": self.project,
-            "bytes": len(self.context.encode("utf-8")) if self.context else 0,
-            "reason": self.skipped or (sel.reason if sel else ""),
-            "top": round(sel.top, 4) if sel else None,
-            "gap": round(sel.gap, 4) if sel else None,
-            "relevance": round(sel.relevance, 4) if sel and sel.relevance is not None else None,
-            "ms": {k: round(v, 1) for k, v in self.timings_ms.items()},
-        }
+__all__ = ["Answer", "Recall", "auto_context"]
 
 
 def _env_int(name: str, default: int) -> int:
@@ -110,7 +82,7 @@ def _daemon_threads(embedder: Embedder) -> None:
     torch.set_num_threads(_env_int("PRECEDENTS_TORCH_THREADS", 1))
 
 
-class Recall:
+class Recall(HookAnswers):
     """The model, the store and the vectors in memory: answers questions."""
 
     def __init__(
@@ -137,6 +109,8 @@ class Recall:
         self.crosslingual = CrossLingual.for_model(self.embedder.model_id)
         self.marks = AdrMarks(settings.cache_dir / "adr")
         self.muted = MuteList(settings.home)
+        self.sessions = SessionLog()
+        self._scopes: tuple[VectorSnapshot, FileScopes] | None = None
         self._store: Store | None = None
         self.store_problem: StoreError | None = None  # why no store could be opened
         self._snapshot: VectorSnapshot = EMPTY
@@ -291,6 +265,8 @@ class Recall:
     def _install(self, snapshot: VectorSnapshot) -> None:
         """Answer from ``snapshot`` from now on (the caller holds the refresh lock)."""
         self._snapshot = snapshot
+        # Built here (the refresh thread in the daemon), not on the first question.
+        self._scopes = (snapshot, FileScopes(snapshot.meta))
         self.marks.invalidate()  # an ADR may have changed with it
         self._warm_second()
 
@@ -306,6 +282,26 @@ class Recall:
         """The vectors currently in memory."""
         return self._snapshot
 
+    @property
+    def scopes(self) -> FileScopes:
+        """The scoped records of the snapshot in memory (docs/rules.md)."""
+        snapshot, cached = self._snapshot, self._scopes
+        if cached is None or cached[0] is not snapshot:
+            cached = (snapshot, FileScopes(snapshot.meta))
+            self._scopes = cached
+        return cached[1]
+
+    def _hidden(
+        self, root: str, keys: Sequence[str], text: str, session: str = "", transcript: str = ""
+    ) -> frozenset[str]:
+        """What a message must not rank: rules whose scope says not now (docs/rules.md),
+        and the session's own conversation log (never recalled into itself)."""
+        scopes = self.scopes
+        hidden = scopes.unranked(keys, self.sessions.touched(session), text, root)
+        own = scopes.logs_by_session.get(session) if session else None
+        hidden.update(p for p in (own, transcript) if p)
+        return frozenset(hidden)
+
     # -- questions ---------------------------------------------------------------
 
     def embed(self, text: str) -> Any:
@@ -318,19 +314,20 @@ class Recall:
         started = time.perf_counter()
         # Whatever a client sent, the model gets at most MAX_PROMPT_CHARS of it: it
         # reads no more, and tokenizing a megabyte would stall the whole batch.
-        texts = [clip_prompt(text) for text, _ in items]
+        texts = [clip_prompt(text) for text, _, _ in items]
         snapshot = self._snapshot
         with self._encode_lock:
             vectors = self.embedder.encode_queries(texts)
             second = self._second(texts, snapshot)
         embedded = time.perf_counter()
         by_keys: dict[tuple[str, ...], list[int]] = {}
-        for i, (_, keys) in enumerate(items):
+        for i, (_, keys, _) in enumerate(items):
             by_keys.setdefault(keys, []).append(i)
         hits: list[list[DocumentHit]] = [[] for _ in items]
         for keys, idx in by_keys.items():
             pair = None if second is None else (second[0][idx], second[1])
-            ranked_all = snapshot.rank_many(vectors[idx], keys, second=pair)
+            hidden = [items[i][2] for i in idx]
+            ranked_all = snapshot.rank_many(vectors[idx], keys, second=pair, hidden=hidden)
             for i, ranked in zip(idx, ranked_all, strict=True):
                 hits[i] = ranked
         relevance = self._relevance(vectors, hits, snapshot)
@@ -359,10 +356,12 @@ class Recall:
             out.append(self.relevance.score(q, [snapshot.chunks_of(h.record.path) for h in docs]))
         return out
 
-    def _ranked(self, text: str, keys: tuple[str, ...]) -> Ranked:
+    def _ranked(
+        self, text: str, keys: tuple[str, ...], hidden: frozenset[str] = frozenset()
+    ) -> Ranked:
         if self._batcher is not None:
-            return self._batcher.submit((text, keys))
-        return self._work([(text, keys)])[0]
+            return self._batcher.submit((text, keys, hidden))
+        return self._work([(text, keys, hidden)])[0]
 
     def rank(
         self,
@@ -402,7 +401,9 @@ class Recall:
     def assess(self, text: str, project: str | Path) -> tuple[list[DocumentHit], float | None]:
         """The ranked documents of ``project`` for ``text`` and the learned relevance of
         the top ones: everything :func:`select` needs (eval calls this once a message)."""
-        hits, relevance, _, _ = self._ranked(text, tuple(project_keys(project_root(project))))
+        root = project_root(project)
+        keys = tuple(project_keys(root))
+        hits, relevance, _, _ = self._ranked(text, keys, self._hidden(root, keys, text))
         return self._unmuted(hits), relevance
 
     def _unmuted(self, hits: list[DocumentHit]) -> list[DocumentHit]:
@@ -410,8 +411,10 @@ class Recall:
         muted = self.muted.paths()
         return [h for h in hits if h.record.path not in muted] if muted else hits
 
-    def context(self, text: str, cwd: str) -> Answer:
-        """What the hook injects for a prompt ``text`` typed in ``cwd``."""
+    def context(self, text: str, cwd: str, *, session: str = "", transcript: str = "") -> Answer:
+        """What the hook injects for a prompt ``text`` typed in ``cwd``, in ``session``
+        (whose log is ``transcript``): a record this session was given is not given again
+        unless its file changed since."""
         started = time.perf_counter()
         root = project_root(cwd)
         if len(text.strip()) < MIN_PROMPT_CHARS:
@@ -419,17 +422,22 @@ class Recall:
         snapshot = self._snapshot
         if not snapshot.rows:
             return Answer(None, skipped="no-index", project=root)
-        hits, relevance, embed_ms, search_ms = self._ranked(text, tuple(project_keys(root)))
+        keys = tuple(project_keys(root))
+        hidden = self._hidden(root, keys, text, session, transcript)
+        hits, relevance, embed_ms, search_ms = self._ranked(text, keys, hidden)
         ranked = time.perf_counter()
         selection = select(
             self._unmuted(hits), self.thresholds, root, relevance, self.marks.successors_for
         )
-        text_out = format_context(selection, self.marks.mark_for, self.marks.successors_for)
+        records = [h.record for h in selection.chosen]
+        withheld, text_out, shown = self._give(session, records, selection.byte_cap, HEADER)
         done = time.perf_counter()
         return Answer(
             text_out,
             selection,
             project=root,
+            withheld=withheld,
+            shown=shown,
             timings_ms={
                 "wait": (ranked - started) * 1000 - embed_ms - search_ms,
                 "embed": embed_ms,
@@ -439,49 +447,12 @@ class Recall:
             },
         )
 
-    def session_context(self, cwd: str) -> str | None:
-        """The SessionStart text: the repository's live ADRs, ids and titles only, capped."""
-        root = project_root(cwd)
-        seen: dict[str, dict[str, Any]] = {}
-        for m in self._snapshot.meta:
-            if m["kind"] == "adr" and m["project"] == root:
-                seen.setdefault(m["path"], m)
-        live = []
-        for _path, m in sorted(seen.items(), key=lambda kv: (kv[1]["adr_id"] or "", kv[0])):
-            record = DocumentRecord.from_row(m)
-            if self.marks.mark_for(record) == "":
-                live.append(record)
-        if not live:
-            return None
-        # Titles only: the SessionStart list drops the "adr  " kind prefix and the path.
-        parts = [
-            LineParts(p.head.removeprefix("adr  "), p.joiner, p.middle, "")
-            for p in (line_parts(r) for r in live)
-        ]
-        return _fit_session(parts)
-
     def close(self) -> None:
         """Stop the embedding worker and any export."""
         if self._batcher is not None:
             self._batcher.close()
         if self._exporter is not None:
             self._exporter.close()
-
-
-def _fit_session(parts: list[LineParts]) -> str | None:
-    """As many live ADRs as fit (at most SESSION_MAX_ADRS) and, when some are left
-    out, a last line saying how many and how to see them: never a silent cut."""
-    keep = min(len(parts), SESSION_MAX_ADRS)
-    while keep >= 0:
-        omitted = len(parts) - keep
-        more = f"… and {omitted} more live ADRs: `precedents adr list --status live`"
-        footer = LineParts(more, "", "", "")
-        lines = parts[:keep] + ([footer] if omitted else [])
-        text = fit_lines(lines, SESSION_CAP_BYTES, EVENT_SESSION, header=SESSION_HEADER)
-        if text is not None and len(text.splitlines()) - 1 == len(lines):
-            return text  # every line asked for fits (titles shrink to make them)
-        keep -= 1  # one record fewer, so that the count line fits with it
-    return None
 
 
 def auto_context(

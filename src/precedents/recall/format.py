@@ -84,6 +84,14 @@ def fit_lines(
     parts: Sequence[LineParts], byte_cap: int, event: str = EVENT_PROMPT, header: str = HEADER
 ) -> str | None:
     """``header`` plus as many of ``parts`` as fit in ``byte_cap``, shrunk as the module says."""
+    fitted = fit_kept(parts, byte_cap, event, header)
+    return fitted[0] if fitted is not None else None
+
+
+def fit_kept(
+    parts: Sequence[LineParts], byte_cap: int, event: str = EVENT_PROMPT, header: str = HEADER
+) -> tuple[str, list[int]] | None:
+    """:func:`fit_lines`, plus the indices of the ``parts`` that made it in."""
 
     def text(kept: Sequence[LineParts], limit: int) -> str:
         return "\n".join([header, *(p.render(limit) for p in kept)])
@@ -92,14 +100,16 @@ def fit_lines(
         return printed_bytes(text(kept, limit), event) <= byte_cap
 
     kept: list[LineParts] = []
-    for p in parts:
+    index: list[int] = []
+    for i, p in enumerate(parts):
         if fits([*kept, p], 0):
             kept.append(p)
+            index.append(i)
     if not kept:
         return None
     longest = max(len(p.middle) for p in kept)
     if fits(kept, longest):
-        return text(kept, longest)
+        return text(kept, longest), index
     lo, hi = 0, longest - 1  # fits(lo) holds; find the largest limit that fits
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -107,7 +117,7 @@ def fit_lines(
             lo = mid
         else:
             hi = mid - 1
-    return text(kept, lo)
+    return text(kept, lo), index
 
 
 def format_context(
@@ -126,10 +136,26 @@ def format_context(
     if not selection.chosen or selection.byte_cap <= 0:
         return None
     records = [h.record for h in selection.chosen]
+    return render_records(records, selection.byte_cap, mark_for, successors_for)[0]
+
+
+def render_records(
+    records: Sequence[DocumentRecord],
+    byte_cap: int,
+    mark_for: Callable[[DocumentRecord], str],
+    successors_for: Callable[[DocumentRecord], Sequence[DocumentRecord]] | None = None,
+    event: str = EVENT_PROMPT,
+    header: str = HEADER,
+) -> tuple[str | None, list[DocumentRecord]]:
+    """The text for ``records`` (each replaced ADR followed by its successor, see
+    :func:`format_context`) and the records whose lines made it into the cap."""
     if successors_for is not None:
         records = _with_successors(records, successors_for)
     parts = [line_parts(r, mark_for(r) if r.kind == "adr" else "") for r in records]
-    return fit_lines(parts, selection.byte_cap)
+    fitted = fit_kept(parts, byte_cap, event, header)
+    if fitted is None:
+        return None, []
+    return fitted[0], [records[i] for i in fitted[1]]
 
 
 def _with_successors(

@@ -51,6 +51,7 @@ class _Subset:
     conversations: NDArray[np.int64]  # indices of conversations among the documents
     second_local: NDArray[np.int64]  # subset rows that also have a multilingual vector
     second_matrix: NDArray[np.float32]  # those vectors, in the same order
+    doc_of_path: dict[str, int]  # each document's index, by path
 
 
 @dataclass
@@ -147,6 +148,7 @@ class VectorSnapshot:
                 if local
                 else np.zeros((0, 0), dtype=np.float32)
             ),
+            doc_of_path={p: d for d, p in enumerate(by_doc)},
         )
         with self._lock:
             self._subsets[key] = subset
@@ -182,12 +184,15 @@ class VectorSnapshot:
         doc_ranks: int = DOC_RANKS,
         conversation_ranks: int = CONVERSATION_RANKS,
         second: SecondScores | None = None,
+        hidden: Sequence[frozenset[str]] | None = None,
     ) -> list[list[DocumentHit]]:
         """:meth:`rank` for several query vectors (one row each) in one matrix product.
 
         ``second`` (the questions' multilingual vectors and the calibration onto
         this model's scale) lets a chunk in another language score by the better
-        of its two vectors (:mod:`precedents.recall.crosslingual`).
+        of its two vectors (:mod:`precedents.recall.crosslingual`). ``hidden``:
+        per question, the paths of documents it must not rank (a rule waiting
+        for its files, the session's own conversation log).
         """
         sub = self._subset(projects)
         if not len(sub.rows):
@@ -204,6 +209,12 @@ class VectorSnapshot:
         out = []
         for j in range(scores_all.shape[1]):
             scores, best = scores_all[:, j], best_all[:, j]
+            masked = [
+                sub.doc_of_path[p] for p in (hidden[j] if hidden else ()) if p in sub.doc_of_path
+            ]
+            if masked:
+                best = best.copy()
+                best[masked] = -np.inf
             picks: list[tuple[float, int]] = []
             for group, limit in ((sub.docs, doc_ranks), (sub.conversations, conversation_ranks)):
                 picks += self._top(sub, group, best, limit, allowed)
@@ -233,7 +244,7 @@ class VectorSnapshot:
         else:
             part = np.arange(len(group))
         order = part[np.argsort(-scores[part], kind="stable")]
-        return [(float(scores[k]), int(group[k])) for k in order.tolist()]
+        return [(float(scores[k]), int(group[k])) for k in order.tolist() if scores[k] > -np.inf]
 
     def _kind(self, sub: _Subset, doc: int) -> str:
         return str(self.meta[int(sub.rows[sub.starts[doc]])]["kind"])

@@ -32,17 +32,21 @@ from precedents.config import ensure_private_dir
 from precedents.errors import ModelMismatch, StoreError
 from precedents.kinds import Kind
 from precedents.store.schema import (
+    ADDED_COLUMNS,
     CHUNKS,
     FILES,
     FILES_SCHEMA,
     META,
-    META_COLUMNS,
     META_SCHEMA,
+    RULE_COLUMNS,
+    RULE_ROWS,
     DocumentRecord,
     FileRecord,
     chunks_schema,
     count_files,
+    present_columns,
     rows_and_matrix,
+    scope_rows,
 )
 from precedents.store.second import SECOND, SecondVectors, second_schema
 
@@ -148,9 +152,20 @@ class Store:
             self._files = self._open_or_create(FILES, FILES_SCHEMA)
             self._meta = self._open_or_create(META, META_SCHEMA)
             self.second = SecondVectors(self._open_or_create(SECOND, second_schema()), _in_list)
+            if not reader:
+                self._add_columns()
         except _LANCE_ERRORS as exc:
             raise failed(path, "opening the index", exc) from exc
         self._check_model()
+
+    def _add_columns(self) -> None:
+        """Give a chunk table built before a column existed that column, empty: the
+        rows are filled in when their files are read again (indexer.CHUNKER_VERSION)."""
+        have = set(self._chunks.schema.names)
+        missing = {c: "CAST(NULL AS STRING)" for c in ADDED_COLUMNS if c not in have}
+        if missing:
+            log.info("adding column(s) %s to the chunk table", ", ".join(missing))
+            self._chunks.add_columns(missing)
 
     # -- opening ---------------------------------------------------------------
 
@@ -300,6 +315,7 @@ class Store:
                 columns["chunk_index"].append(i)
                 columns["text"].append(text)
                 columns["source_hash"].append(file.sha256)
+                columns["scope"].append(doc.scope)
             vectors.append(vecs)
         schema = chunks_schema(self.dimension)
         flat = np.concatenate(vectors).reshape(-1) if vectors else np.zeros(0, dtype=np.float32)
@@ -441,9 +457,17 @@ class Store:
         self, projects: Sequence[str]
     ) -> tuple[list[dict[str, Any]], NDArray[np.float32]]:
         """Metadata rows and the vector matrix of the given projects (for in-memory search)."""
-        cols = [*META_COLUMNS, "vector"]
+        cols = present_columns(self._chunks.schema.names)
         tbl = self._chunks.search().where(_in_list("project", projects)).select(cols)
         return rows_and_matrix(tbl.limit(None).to_arrow(), self.dimension)
+
+    @_translated
+    def rule_scopes(self) -> list[tuple[str, str, str]]:
+        """(path, project, scope JSON) of every rule document (`status` counts formats)."""
+        if "scope" not in self._chunks.schema.names:
+            return []
+        tbl = self._chunks.search().where(RULE_ROWS).select(RULE_COLUMNS).limit(None)
+        return scope_rows(tbl.to_arrow().to_pylist())
 
     @_translated
     def second_vectors(self, projects: Sequence[str]) -> tuple[list[str], NDArray[np.float32]]:

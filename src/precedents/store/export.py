@@ -30,9 +30,12 @@ from precedents.store.schema import (
     CHUNKS,
     FILES,
     META,
-    META_COLUMNS,
+    RULE_COLUMNS,
+    RULE_ROWS,
     count_files,
+    present_columns,
     rows_and_matrix,
+    scope_rows,
 )
 from precedents.store.second import SECOND, SECOND_DIMENSION
 from precedents.store.summary import summarize
@@ -64,10 +67,18 @@ class TableReader:
         """Bytes on disk, every version included."""
         return sum(p.stat().st_size for p in self.path.rglob("*") if p.is_file())
 
+    def rule_scopes(self) -> list[tuple[str, str, str]]:
+        """(path, project, scope JSON) of every rule document (`status` counts formats)."""
+        table = self._open(CHUNKS)
+        if "scope" not in table.schema.names:
+            return []
+        return scope_rows(table.to_table(columns=RULE_COLUMNS, filter=RULE_ROWS).to_pylist())
+
     def vectors(self, dimension: int) -> tuple[list[dict[str, Any]], NDArray[np.float32]]:
         """Every chunk's metadata row and vector."""
+        table = self._open(CHUNKS)
         return rows_and_matrix(
-            self._open(CHUNKS).to_table(columns=[*META_COLUMNS, "vector"]), dimension
+            table.to_table(columns=present_columns(table.schema.names)), dimension
         )
 
     def second_vectors(self) -> tuple[list[str], NDArray[np.float32]]:

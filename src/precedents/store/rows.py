@@ -26,6 +26,9 @@ class DocumentRecord:
     description: str = ""
     date: str = ""
     adr_id: str = ""
+    # The record's file scope as stored (precedents.rules.scope.Scope.to_json):
+    # when a rule applies, which files a note or an ADR names. "" for none.
+    scope: str = ""
 
     @property
     def doc_id(self) -> str:
@@ -46,6 +49,7 @@ class DocumentRecord:
             description=row["description"] or "",
             date=row["date"] or "",
             adr_id=row["adr_id"] or "",
+            scope=row.get("scope") or "",
         )
 
 

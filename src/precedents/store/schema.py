@@ -33,7 +33,12 @@ META_COLUMNS = (
     "date",
     "adr_id",
     "chunk_index",
+    "scope",
+    "source_hash",
 )
+# Columns added to the chunk table after stores were first built: an older
+# table gets them (empty) when a writer opens it, and a reader fills them in.
+ADDED_COLUMNS = ("scope",)
 
 
 def chunks_schema(dimension: int) -> pa.Schema:
@@ -53,6 +58,8 @@ def chunks_schema(dimension: int) -> pa.Schema:
             pa.field("text", pa.string()),
             pa.field("vector", pa.list_(pa.float32(), dimension)),
             pa.field("source_hash", pa.string()),
+            # Last: a table built before it existed gets it appended (ADDED_COLUMNS).
+            pa.field("scope", pa.string()),
         ]
     )
 
@@ -86,6 +93,13 @@ def count_files(files: pa.Table) -> dict[tuple[str, str], dict[str, int]]:
     return out
 
 
+def present_columns(names: list[str]) -> list[str]:
+    """The metadata columns a chunk table with column ``names`` has, plus ``vector``:
+    a table built before :data:`ADDED_COLUMNS` existed is read without them."""
+    have = set(names)
+    return [c for c in META_COLUMNS if c in have or c not in ADDED_COLUMNS] + ["vector"]
+
+
 def rows_and_matrix(
     chunks: pa.Table, dimension: int
 ) -> tuple[list[dict[str, Any]], NDArray[np.float32]]:
@@ -94,3 +108,13 @@ def rows_and_matrix(
     matrix = vec_col.values.to_numpy(zero_copy_only=False).reshape(-1, dimension)
     meta = chunks.drop_columns(["vector"]).to_pylist()
     return meta, np.ascontiguousarray(matrix, dtype=np.float32)
+
+
+# The rows `status` reads to count rule files by format (store/summary.py).
+RULE_ROWS = "kind = 'rule' AND chunk_index = 0"
+RULE_COLUMNS = ["path", "project", "scope"]
+
+
+def scope_rows(rows: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """(path, project, scope JSON) of rule rows read with :data:`RULE_COLUMNS`."""
+    return [(str(r["path"]), str(r["project"]), str(r["scope"] or "")) for r in rows]

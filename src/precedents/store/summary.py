@@ -6,6 +6,7 @@ without the CLI importing LanceDB) and the in-process fallback say the same.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any, Protocol
 
@@ -17,6 +18,7 @@ class Countable(Protocol):
     def counts(self) -> dict[tuple[str, str], dict[str, int]]: ...
     def size_bytes(self) -> int: ...
     def meta(self) -> dict[str, str]: ...
+    def rule_scopes(self) -> list[tuple[str, str, str]]: ...
 
 
 def summarize(store: Countable) -> dict[str, Any]:
@@ -29,6 +31,7 @@ def summarize(store: Countable) -> dict[str, Any]:
             entry["chunks"] += c["chunks"]
         info["documents"] += c["documents"]
         info["chunks"] += c["chunks"]
+    info["rules"] = rules_by_format(store.rule_scopes())
     info["store_bytes"] = store.size_bytes()
     meta = store.meta()
     info["indexed_model"] = meta.get("model")
@@ -43,3 +46,23 @@ def summarize(store: Countable) -> dict[str, Any]:
         time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(float(last))) if last else None
     )
     return info
+
+
+def rules_by_format(rows: list[tuple[str, str, str]]) -> dict[str, Any]:
+    """Rule files by format and by mode (docs/rules.md), from (path, project, scope JSON)
+    rows: ``{"formats": {format: {"files": n, "modes": {mode: n}}}, "files": [...]}``."""
+    formats: dict[str, dict[str, Any]] = {}
+    files = []
+    for path, project, scope_json in sorted(rows):
+        try:
+            scope = json.loads(scope_json) if scope_json else {}
+        except ValueError:
+            scope = {}
+        scope = scope if isinstance(scope, dict) else {}
+        fmt = str(scope.get("format") or "plain")
+        mode = str(scope.get("mode") or "requested")
+        entry = formats.setdefault(fmt, {"files": 0, "modes": {}})
+        entry["files"] += 1
+        entry["modes"][mode] = entry["modes"].get(mode, 0) + 1
+        files.append({"path": path, "project": project, "format": fmt, "mode": mode})
+    return {"formats": dict(sorted(formats.items())), "files": files}

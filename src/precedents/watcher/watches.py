@@ -30,7 +30,7 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
-from precedents.sources import MEMORY_INDEX, SourceDir, SourceFile, leaves_root
+from precedents.sources import SourceDir, SourceFile, leaves_root
 
 log = logging.getLogger("precedents.watcher")
 
@@ -62,12 +62,11 @@ def route(sources: Sequence[SourceDir], path: str) -> SourceFile | None:
         if path == root or not within(path, root):
             continue
         parts = Path(path[len(root.rstrip(os.sep)) + 1 :]).parts
-        if not parts or (not src.recursive and len(parts) != 1):
+        if not parts or ((not src.recursive or src.names) and len(parts) != 1):
             continue
         name = parts[-1]
-        if any(p.startswith(".") for p in parts) or not name.endswith(src.suffix):
-            continue
-        if src.kind == "note" and name == MEMORY_INDEX:
+        hidden = any(p.startswith(".") for p in parts) and name not in src.names
+        if hidden or not src.takes(name):
             continue
         if _linked_out(Path(path), src.root):
             continue

@@ -1,0 +1,49 @@
+"""What one hook question produced, and what the daemon's log may say about it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from precedents.recall.selection import Selection
+
+
+@dataclass
+class Answer:
+    """What one question produced, with the facts the log records (never the text)."""
+
+    context: str | None
+    selection: Selection | None = None
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    skipped: str = ""  # why nothing was searched ("short", "no-index", "outside")
+    project: str = ""  # the project root the question was asked in (a path, never text)
+    # Chosen records left out because this session was given them already (unchanged).
+    withheld: tuple[str, ...] = ()
+    # The records whose lines are in ``context`` (replaced ADRs' successors included).
+    shown: tuple[str, ...] = ()
+
+    def log_fields(self) -> dict[str, Any]:
+        """Ids, bytes, scores and timings: what the log may hold about an answer."""
+        sel = self.selection
+        reason = self.skipped or (sel.reason if sel else "")
+        if sel and sel.injected and not self.context and self.withheld:
+            reason = "already-given"
+        return {
+            "ids": [h.record.adr_id or h.record.path for h in sel.chosen] if sel else [],
+            "shown": self._shown(),
+            "withheld": list(self.withheld),
+            "project": self.project,
+            "bytes": len(self.context.encode("utf-8")) if self.context else 0,
+            "reason": reason,
+            "top": round(sel.top, 4) if sel else None,
+            "gap": round(sel.gap, 4) if sel else None,
+            "relevance": round(sel.relevance, 4) if sel and sel.relevance is not None else None,
+            "ms": {k: round(v, 1) for k, v in self.timings_ms.items()},
+        }
+
+    def _shown(self) -> list[str]:
+        if self.shown:
+            return list(self.shown)
+        sel = self.selection
+        chosen = [h.record.path for h in sel.chosen] if sel else []
+        return [p for p in chosen if p not in self.withheld]

@@ -1,0 +1,147 @@
+"""Records by file scope: what the file hook gives, and which rules a message may rank.
+
+Built once per snapshot from the stored scopes (:mod:`precedents.rules.scope`):
+rules attached by their globs, notes and ADRs that name files, and the
+rules that always apply. Matching a touched file costs a few regex matches
+per scoped record; no model, no vectors.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from precedents.rules.scope import Scope, component_key, mention_key, mention_names, named_scope
+from precedents.store.rows import DocumentRecord
+
+# The session's most recent touched files a message's rules are matched against.
+MAX_TOUCHED = 256
+
+
+@dataclass(frozen=True)
+class Scoped:
+    """One record with its scope and the content hash it was indexed at."""
+
+    record: DocumentRecord
+    scope: Scope
+    digest: str
+
+
+def relative_to_root(path: str, root: str, cwd: str) -> str | None:
+    """``path`` (absolute, or relative to ``cwd``) relative to the project ``root``,
+    with ``/`` separators; None when it lies outside the project."""
+    full = os.path.normpath(os.path.join(cwd, path))
+    root = os.path.normpath(root)
+    rel = _inside(full, root)
+    if rel is None:  # the same place by another name (a symlinked checkout, /private/tmp)
+        rel = _inside(os.path.realpath(full), os.path.realpath(root))
+    return rel
+
+
+def _inside(full: str, root: str) -> str | None:
+    prefix = root.rstrip(os.sep) + os.sep
+    if not full.startswith(prefix):
+        return None
+    rel = full[len(prefix) :].replace(os.sep, "/")
+    return rel or None
+
+
+class FileScopes:
+    """The scoped records of one snapshot, by project key."""
+
+    def __init__(self, meta: Iterable[Mapping[str, Any]]) -> None:
+        """``meta``: the snapshot's chunk rows; each document counts once."""
+        self.digests: dict[str, str] = {}
+        # Conversation logs by file stem, which Claude Code makes the session id.
+        self.logs_by_session: dict[str, str] = {}
+        self._by_project: dict[str, list[Scoped]] = {}
+        # Notes and ADRs by the names their mentions end in, and by component: a
+        # touched file looks up its own name and its folders' instead of every record.
+        self._mentions: dict[str, dict[str, list[tuple[str, Scoped]]]] = {}
+        self._components: dict[str, dict[str, list[Scoped]]] = {}
+        for row in meta:
+            path = row["path"]
+            if path in self.digests:
+                continue
+            self.digests[path] = str(row.get("source_hash") or "")
+            if row["kind"] == "conversation":
+                self.logs_by_session[os.path.splitext(os.path.basename(path))[0]] = path
+            scope = Scope.from_json(row.get("scope"))
+            if scope == Scope() or row["kind"] == "conversation":
+                continue
+            scoped = Scoped(DocumentRecord.from_row(row), scope, self.digests[path])
+            self._by_project.setdefault(row["project"], []).append(scoped)
+            if row["kind"] in ("adr", "note"):
+                self._index_names(row["project"], scoped)
+
+    def _index_names(self, project: str, scoped: Scoped) -> None:
+        names = self._mentions.setdefault(project, {})
+        for mention in scoped.scope.mentions:
+            names.setdefault(mention_key(mention), []).append((mention, scoped))
+        if scoped.scope.component:
+            by = self._components.setdefault(project, {})
+            by.setdefault(component_key(scoped.scope.component), []).append(scoped)
+
+    def of(self, keys: Sequence[str]) -> list[Scoped]:
+        """Every scoped record of the projects ``keys``."""
+        return [s for k in keys for s in self._by_project.get(k, ())]
+
+    def attached(self, keys: Sequence[str], rel: str) -> list[Scoped]:
+        """The rules whose scope covers the file ``rel``, the most specific folder first."""
+        found = [s for s in self.of(keys) if s.record.kind == "rule" and s.scope.applies_to(rel)]
+        return sorted(
+            found, key=lambda s: (-s.scope.base.count("/") - bool(s.scope.base), s.record.path)
+        )
+
+    def naming(self, keys: Sequence[str], rel: str) -> list[Scoped]:
+        """The ADRs and notes that name the file ``rel``, its folder or its component."""
+        parts = rel.split("/")
+        found: dict[str, Scoped] = {}
+        for key in keys:
+            names = self._mentions.get(key, {})
+            for part in parts:
+                for mention, scoped in names.get(part, ()):
+                    if mention_names(mention, rel):
+                        found.setdefault(scoped.record.path, scoped)
+            components = self._components.get(key, {})
+            for folder in parts[:-1]:
+                for scoped in components.get(component_key(folder), ()):
+                    found.setdefault(scoped.record.path, scoped)
+        return sorted(found.values(), key=lambda s: (s.record.kind != "adr", s.record.path))
+
+    def always(self, keys: Sequence[str]) -> list[Scoped]:
+        """The rules the agent loads every time that Claude Code does not load itself."""
+        found = [s for s in self.of(keys) if s.record.kind == "rule" and s.scope.listed_at_start]
+        return sorted(found, key=lambda s: (s.record.project == "*", s.record.path))
+
+    def unranked(
+        self, keys: Sequence[str], touched: Sequence[str], message: str, root: str
+    ) -> set[str]:
+        """The rules a message must not rank: always and manual ones, and rules scoped
+        to files when neither the message nor the session's touched files are in scope.
+        ``root``: the project's, for the absolute paths a message may name."""
+        named: tuple[str, ...] | None = None
+        out: set[str] = set()
+        for s in self.of(keys):
+            if s.record.kind != "rule" or s.scope.ranked:
+                continue
+            if s.scope.attaches:
+                if any(s.scope.applies_to(rel) for rel in touched[-MAX_TOUCHED:]):
+                    continue
+                if named is None:
+                    named = named_scope(message).mentions
+                if any(_named_in_message(s.scope, token, root) for token in named):
+                    continue
+            out.add(s.record.path)
+        return out
+
+
+def _named_in_message(scope: Scope, token: str, root: str) -> bool:
+    """Whether a path or file name written in a message falls in a rule's scope."""
+    token = token.rstrip("/").removeprefix(root.rstrip("/") + "/")
+    token = token.removeprefix("./").lstrip("/")
+    if "/" in token:
+        return scope.applies_to(token)
+    return scope.applies_to(token) or scope.could_name(token)

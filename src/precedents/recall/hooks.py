@@ -1,0 +1,115 @@
+"""The hook answers that need no ranking: the file hook, SessionStart, and the
+once-per-session bookkeeping every hook shares (a part of :class:`~.core.Recall`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from precedents.protocol import EVENT_FILE, EVENT_PROMPT, HEADER
+from precedents.recall.answer import Answer
+from precedents.recall.files import FileScopes, relative_to_root
+from precedents.recall.format import render_records
+from precedents.recall.marks import AdrMarks
+from precedents.recall.mute import MuteList
+from precedents.recall.selection import WIDE_CAP_BYTES, Selection
+from precedents.recall.sessions import SessionLog
+from precedents.recall.start import session_text
+from precedents.recall.vectors import VectorSnapshot
+from precedents.sources import project_keys, project_root
+from precedents.store.rows import DocumentHit, DocumentRecord
+
+# The file hook: rules for one file rarely number more than a few; ADRs and
+# notes naming it come after them, all in the wide cap.
+FILE_MAX_RECORDS = 6
+FILE_CAP_BYTES = WIDE_CAP_BYTES
+
+
+class HookAnswers:
+    """File and SessionStart answers, and what each session was given."""
+
+    marks: AdrMarks
+    muted: MuteList
+    sessions: SessionLog
+    _snapshot: VectorSnapshot
+
+    @property
+    def scopes(self) -> FileScopes:  # pragma: no cover - Recall's
+        """The scoped records of the snapshot in memory."""
+        raise NotImplementedError
+
+    def _give(
+        self,
+        session: str,
+        records: Sequence[DocumentRecord],
+        cap: int,
+        header: str,
+        event: str = EVENT_PROMPT,
+    ) -> tuple[tuple[str, ...], str | None, tuple[str, ...]]:
+        """Render ``records`` less those ``session`` was given unchanged, and remember the
+        ones shown: (withheld paths, the text or None, paths shown)."""
+        digests = self.scopes.digests
+        withheld = self.sessions.withheld(
+            session, [(r.path, digests.get(r.path, "")) for r in records]
+        )
+        fresh = [r for r in records if r.path not in withheld]
+        text: str | None = None
+        shown: list[DocumentRecord] = []
+        if fresh and cap > 0:
+            text, shown = render_records(
+                fresh, cap, self.marks.mark_for, self.marks.successors_for, event, header
+            )
+        self.sessions.give(session, [(r.path, digests.get(r.path, "")) for r in shown])
+        return tuple(sorted(withheld)), text, tuple(r.path for r in shown)
+
+    def file_context(self, cwd: str, path: str, *, session: str = "") -> Answer:
+        """What the file hook injects when a tool of ``session`` touches ``path``: the
+        project's rules scoped to it, and the ADRs and notes that name it (docs/rules.md)."""
+        started = time.perf_counter()
+        root = project_root(cwd)
+        rel = relative_to_root(path, root, cwd)
+        if rel is None:
+            return Answer(None, skipped="outside", project=root)
+        self.sessions.touch(session, rel)
+        keys = tuple(project_keys(root))
+        scopes = self.scopes
+        found = [*scopes.attached(keys, rel), *scopes.naming(keys, rel)]
+        muted = self.muted.paths()
+        records = [s.record for s in found if s.record.path not in muted][:FILE_MAX_RECORDS]
+        hits = tuple(DocumentHit(r, 1.0, 0) for r in records)
+        selection = Selection(
+            hits, FILE_CAP_BYTES if hits else 0, 0.0, 0.0, "file" if hits else "no-scope"
+        )
+        withheld, text, shown = self._give(session, records, FILE_CAP_BYTES, HEADER, EVENT_FILE)
+        total = (time.perf_counter() - started) * 1000
+        return Answer(
+            text,
+            selection,
+            project=root,
+            withheld=withheld,
+            shown=shown,
+            timings_ms={"total": total},
+        )
+
+    def session_context(self, cwd: str, *, session: str = "") -> str | None:
+        """The SessionStart text: the rules that always apply, then the repository's live
+        ADRs (ids and titles only), capped. A session starting (new, resumed, cleared or
+        compacted) holds nothing it was given before: its memory starts afresh."""
+        self.sessions.forget(session)
+        root = project_root(cwd)
+        keys = tuple(project_keys(root))
+        seen: dict[str, dict[str, Any]] = {}
+        for m in self._snapshot.meta:
+            if m["kind"] == "adr" and m["project"] == root:
+                seen.setdefault(m["path"], m)
+        live = []
+        for _path, m in sorted(seen.items(), key=lambda kv: (kv[1]["adr_id"] or "", kv[0])):
+            record = DocumentRecord.from_row(m)
+            if self.marks.mark_for(record) == "":
+                live.append(record)
+        muted = self.muted.paths()
+        rules = [s for s in self.scopes.always(keys) if s.record.path not in muted]
+        text, listed = session_text([s.record for s in rules], live)
+        self.sessions.give(session, [(s.record.path, s.digest) for s in rules[:listed]])
+        return text
