@@ -280,3 +280,49 @@ def test_the_real_hook_and_daemon_give_a_rule_once_per_session(
         assert "orders.ts" not in why.stdout  # the touched file's path is never logged
     files = [a for a in daemon_answers(home) if a.get("op") == "file"]
     assert files and all("orders.ts" not in json.dumps(a) for a in files)
+
+
+def test_a_store_built_before_scopes_gets_them(home: Path, tmp_path: Path) -> None:
+    """An index written before the scope column existed is read as it is (the daemon's
+    export, a reader), and a writer adds the column; the next pass fills it in."""
+    from precedents.config import load_settings
+    from precedents.indexer import Indexer
+    from precedents.snapshot_file import read
+    from precedents.sources import Sources, configured_sources, walk
+    from precedents.store import Store
+    from precedents.store.export import export
+    from tests.conftest import FakeEmbedder
+
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    rule = repo / ".claude" / "rules" / "db.md"
+    rule.parent.mkdir(parents=True)
+    rule.write_text('---\npaths: ["src/db/**"]\n---\n# Database\nNo raw SQL.\n')
+    settings = load_settings(discover_claude=False)
+    emb = FakeEmbedder()
+    store = Store(settings.index_dir, emb.model_id, emb.dimension)
+    sources = configured_sources(settings, Sources(project=str(repo)))
+    Indexer(settings, store, emb).sync(walk(sources))
+    store._chunks.drop_columns(["scope"])  # as an older version wrote it
+    assert "scope" not in store._chunks.schema.names
+    assert export(settings.index_dir, tmp_path / "snap.npz")  # the daemon's reader
+    assert all("scope" not in m for m in read(tmp_path / "snap.npz").meta)
+    reader = Store(settings.index_dir, emb.model_id, emb.dimension, reader=True)
+    assert reader.all_vectors([str(repo)])[0] and reader.rule_scopes() == []
+    writer = Store(settings.index_dir, emb.model_id, emb.dimension)
+    assert "scope" in writer._chunks.schema.names
+    writer.stamp(chunker="3")  # the parser that wrote it is older: the next pass re-reads
+    report = Indexer(settings, writer, emb).sync(walk(sources))
+    assert report.files_indexed == 1
+    [(path, _, scope)] = writer.rule_scopes()
+    assert path == str(rule) and '"src/db/**"' in scope
+
+
+def test_a_parser_change_rereads_only_the_kinds_it_touched() -> None:
+    from precedents.indexer import CHUNKER_VERSION, reread_kinds
+    from precedents.kinds import KINDS
+
+    # Version 4 added scopes to notes, rules and ADRs: a user's logs are not re-embedded.
+    assert reread_kinds("3") == {"note", "rule", "adr"}
+    assert reread_kinds("2") == set(KINDS) == reread_kinds(None) == reread_kinds("x")
+    assert reread_kinds(str(int(CHUNKER_VERSION) + 1)) == set(KINDS)  # a newer parser's store

@@ -37,6 +37,8 @@ ROOT = "/r"
         ("/r/.clinerules/01-style.md", "cline", ""),
         ("/r/AGENTS.md", "agents-md", ""),
         ("/r/services/billing/AGENTS.md", "agents-md", "services/billing"),
+        ("/r/.github/workflows/AGENTS.md", "agents-md", ".github/workflows"),
+        ("/r/.claude/AGENTS.md", "agents-md", ".claude"),
     ],
 )
 def test_every_format_is_recognised_by_its_place(path: str, fmt: str, base: str) -> None:
@@ -53,6 +55,8 @@ def test_every_format_is_recognised_by_its_place(path: str, fmt: str, base: str)
         "/r/.github/copilot-instructions.txt",
         "/r/node_modules/pkg/AGENTS.md",  # a dependency's, not the project's
         "/r/.venv/lib/CLAUDE.md",
+        "/r/.claude/CLAUDE.md",  # the project's memory, loaded by Claude Code like the root's
+        "/r/.git/hooks/AGENTS.md",
         "/r/docs/.cursorrules",  # legacy file: the root's only
         "/other/AGENTS.md",
         "/r/.cursor/rules/image.png",
@@ -90,7 +94,9 @@ def test_discovery_finds_every_format_and_prunes_dependencies(tmp_path: Path) ->
         "web/.cursor/rules/f.mdc",
         "node_modules/x/AGENTS.md",
         "node_modules/x/.cursor/rules/g.mdc",
-        ".hidden/AGENTS.md",
+        ".git/AGENTS.md",
+        ".github/workflows/AGENTS.md",
+        ".claude/CLAUDE.md",
     ):
         write(tmp_path, rel)
     found = discover(tmp_path)
@@ -105,6 +111,7 @@ def test_discovery_finds_every_format_and_prunes_dependencies(tmp_path: Path) ->
         (".windsurf/rules", True),
         ("web", False),
         ("web/.cursor/rules", True),
+        (".github/workflows", False),
     } == folders
     assert not found.problems
 

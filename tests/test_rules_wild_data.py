@@ -37,6 +37,8 @@ FORMATS = {
     "cline",
     "agents-md",
 }
+# Not a rule: `.claude/CLAUDE.md`, the project's memory, kept to show it is not taken for one.
+MEMORY = "claude-memory"
 MODES = {"always", "files", "requested", "files+requested", "manual"}
 FILE_HOOK_MODES = {"files", "files+requested"}
 OPEN_LICENCES = {
@@ -166,7 +168,8 @@ def test_every_format_occurs_in_enough_projects() -> None:
     projects_by_format: dict[str, set[str]] = {f: set() for f in FORMATS}
     for name in PROJECTS:
         for f in _source(name)["files"]:
-            projects_by_format[f["format"]].add(name)
+            if f["format"] != MEMORY:
+                projects_by_format[f["format"]].add(name)
     for fmt, minimum in MIN_PROJECTS_PER_FORMAT.items():
         assert len(projects_by_format[fmt]) >= minimum, (fmt, sorted(projects_by_format[fmt]))
 
@@ -249,7 +252,7 @@ def test_files_are_the_upstream_blobs(name: str) -> None:
     src = _source(name)
     listed = set()
     for f in src["files"]:
-        assert f["format"] in FORMATS, f
+        assert f["format"] in FORMATS | {MEMORY}, f
         path = tree / f["path"]
         assert path.is_file() and not path.is_symlink(), f["path"]
         data = path.read_bytes()
@@ -277,6 +280,7 @@ def test_rule_files_sit_where_their_format_says(name: str) -> None:
             "windsurf": r"(.+/)?\.windsurf/rules/.+\.md",
             "cline": r"\.clinerules(/.+\.md)?",
             "agents-md": r"(.+/)?AGENTS\.md",
+            MEMORY: r"\.claude/CLAUDE(\.local)?\.md",
         }[fmt]
         assert re.fullmatch(expected_shape, path), (fmt, path)
 
@@ -284,7 +288,9 @@ def test_rule_files_sit_where_their_format_says(name: str) -> None:
 @pytest.mark.parametrize("name", PROJECTS)
 def test_modes_cover_every_rule(name: str) -> None:
     src = _source(name)
-    paths = {f["path"] for f in src["files"]}
+    # `.claude/CLAUDE.md` is the project's memory (Claude Code loads it like the root's):
+    # kept in the tree to show it is not taken for a rule, and given no mode.
+    paths = {f["path"] for f in src["files"] if f["format"] != MEMORY}
     assert set(src["modes"]) == paths
     assert set(src["modes"].values()) <= MODES
     for path, mode in src["modes"].items():

@@ -372,3 +372,38 @@ def test_watch_command_runs_until_sigterm(home: Path, tmp_path: Path) -> None:
         first.send_signal(signal.SIGINT)
         first.communicate(timeout=30)
     assert first.returncode == 0
+
+
+def test_project_rule_files_are_watched_in_every_format(env: Env, tmp_path: Path) -> None:
+    """A project's rules, found without config (docs/rules.md): a new rule in a watched
+    rule folder, a new root file, a deleted rule, and (by the rescan) a new nested
+    AGENTS.md are all brought in line; a dependency's rule file never is."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    rules = repo / ".cursor" / "rules"
+    rules.mkdir(parents=True)
+    first = rules / "api.mdc"
+    first.write_text("---\nglobs: src/api/**\n---\n# API\nValidate input.\n")
+    settings = env.settings.with_overrides(repos=(repo,), discover_claude=False)
+    timing = WatchTiming(quiet_s=0.1, conversation_quiet_s=0.3, max_wait_s=2.0, rescan_s=1.0)
+    with Watcher(settings, store=env.store, embedder=env.emb, timing=timing) as w:
+        assert w.wait_ready(TIMEOUT)
+        assert wait_for(lambda: env.has(first))
+        second = rules / "tests.mdc"
+        second.write_text("---\nglobs: **/*.test.ts\n---\n# Tests\nUse vitest.\n")
+        assert wait_for(lambda: env.has(second))
+        root = repo / "AGENTS.md"
+        root.write_text("# Agents\nUse pnpm.\n")
+        assert wait_for(lambda: env.has(root))
+        first.unlink()
+        assert wait_for(lambda: str(first) not in env.files())
+        nested = repo / "web" / "AGENTS.md"
+        nested.parent.mkdir()
+        nested.write_text("# Web\nRun the web tests.\n")
+        assert wait_for(lambda: env.has(nested))
+        dependency = repo / "node_modules" / "pkg" / "AGENTS.md"
+        dependency.parent.mkdir(parents=True)
+        dependency.write_text("# not ours\n")
+        time.sleep(2.5)  # two rescans
+        assert str(dependency) not in env.files()
+        assert w.stats.failures == 0

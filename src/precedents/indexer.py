@@ -35,7 +35,7 @@ from precedents.chunking import (
 from precedents.config import Settings
 from precedents.embedding import Embedder, canonical_model_id, load_embedder
 from precedents.errors import ModelError
-from precedents.kinds import Kind
+from precedents.kinds import KINDS, Kind
 from precedents.language import is_english
 from precedents.progress import PassProgress, Progress
 from precedents.rules.formats import classify, format_in_path
@@ -55,6 +55,32 @@ EMBED_BATCH = 64
 # 3: documents not written in English also get multilingual vectors (store/second.py).
 # 4: every record gets its file scope (rules/scope.py): a rule's, the files a note names.
 CHUNKER_VERSION = "4"
+# The kinds each version's change touched: a store read by an older parser re-reads
+# only those (version 4 left conversations as they were: a heavy user's logs are
+# most of the embedding work, and none of it would change).
+_DOCUMENTS: frozenset[Kind] = frozenset({"note", "rule", "adr"})
+CHANGED_KINDS: dict[int, frozenset[Kind]] = {
+    2: frozenset(KINDS),
+    3: frozenset(KINDS),
+    4: _DOCUMENTS,
+}
+
+
+def reread_kinds(stamped: str | None) -> frozenset[Kind]:
+    """The kinds a store stamped by parser version ``stamped`` must have read again
+    (every kind when the stamp is missing, unreadable or newer than this parser)."""
+    try:
+        old = int(stamped or "")
+    except ValueError:
+        return frozenset(KINDS)
+    if old > int(CHUNKER_VERSION):
+        return frozenset(KINDS)
+    changed = [
+        CHANGED_KINDS.get(v, frozenset(KINDS)) for v in range(old + 1, int(CHUNKER_VERSION) + 1)
+    ]
+    return frozenset().union(*changed) if changed else frozenset(KINDS)
+
+
 # Commit after every embedding batch (~2-3 s of work on 2 cores): an interrupted
 # first index keeps what it did, and the next run goes on from there. A commit
 # costs ~10 ms; compaction keeps the versions in check.
@@ -225,8 +251,9 @@ class Indexer:
         elif self.store.meta().get("chunker") != CHUNKER_VERSION:
             # Records were read by another version of the parser: what is stored
             # (names, descriptions, chunks) may differ from what it reads now.
-            log.info("the record parser changed: re-reading every file")
-            known = {}
+            kinds = reread_kinds(self.store.meta().get("chunker"))
+            log.info("the record parser changed: re-reading every %s", ", ".join(sorted(kinds)))
+            known = {p: f for p, f in known.items() if f.kind not in kinds}
         tracker = PassProgress(self.settings.run_dir, progress)
         try:
             self.index_files(first_things_first(walk.files), report, tracker, known)

@@ -128,7 +128,7 @@ def _status_lines(info: dict[str, Any]) -> list[str]:
     if formats:
         lines.append("rules by format (docs/rules.md):")
     for fmt, c in formats.items():
-        modes = ", ".join(f"{n} {mode}" for mode, n in sorted(c["modes"].items()))
+        modes = ", ".join(f"{mode}: {n}" for mode, n in sorted(c["modes"].items()))
         lines.append(f"  {fmt:<21} {c['files']:>4} files  ({modes})")
     if info.get("model_load_seconds") is not None:
         lines.append(f"model load: {info['model_load_seconds']:.1f}s (last time it was needed)")

@@ -58,7 +58,8 @@ def recent_answers(log_dir: Path, project: str | None, n: int = 5) -> list[dict[
                     "top": entry.get("top"),
                     "gap": entry.get("gap"),
                     "relevance": entry.get("relevance"),
-                    "shown": entry.get("shown") or entry.get("ids") or [],
+                    # Older log lines have no "shown": their ids were the records shown.
+                    "shown": entry["shown"] if "shown" in entry else entry.get("ids") or [],
                     "bytes": entry.get("bytes", 0),
                     "ms": (entry.get("ms") or {}).get("total"),
                 }

@@ -7,6 +7,9 @@ from typing import Any
 
 from precedents.recall.selection import Selection
 
+# The reasons of the file hook's answers (recall/hooks.py): scope matches, no scores.
+FILE_REASONS = ("file", "no-scope")
+
 
 @dataclass
 class Answer:
@@ -26,6 +29,8 @@ class Answer:
         """Ids, bytes, scores and timings: what the log may hold about an answer."""
         sel = self.selection
         reason = self.skipped or (sel.reason if sel else "")
+        # The file hook matches scopes: it has no scores to log.
+        scored = sel if sel is not None and sel.reason not in FILE_REASONS else None
         if sel and sel.injected and not self.context and self.withheld:
             reason = "already-given"
         return {
@@ -35,9 +40,11 @@ class Answer:
             "project": self.project,
             "bytes": len(self.context.encode("utf-8")) if self.context else 0,
             "reason": reason,
-            "top": round(sel.top, 4) if sel else None,
-            "gap": round(sel.gap, 4) if sel else None,
-            "relevance": round(sel.relevance, 4) if sel and sel.relevance is not None else None,
+            "top": round(scored.top, 4) if scored else None,
+            "gap": round(scored.gap, 4) if scored else None,
+            "relevance": (
+                round(scored.relevance, 4) if scored and scored.relevance is not None else None
+            ),
             "ms": {k: round(v, 1) for k, v in self.timings_ms.items()},
         }
 

@@ -7,7 +7,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from precedents.protocol import EVENT_FILE, EVENT_PROMPT, HEADER
+from precedents.protocol import EVENT_FILE, EVENT_PROMPT, HEADER, printed_bytes
 from precedents.recall.answer import Answer
 from precedents.recall.files import FileScopes, relative_to_root
 from precedents.recall.format import render_records
@@ -20,10 +20,12 @@ from precedents.recall.vectors import VectorSnapshot
 from precedents.sources import project_keys, project_root
 from precedents.store.rows import DocumentHit, DocumentRecord
 
-# The file hook: rules for one file rarely number more than a few; ADRs and
-# notes naming it come after them, all in the wide cap.
-FILE_MAX_RECORDS = 6
+# The file hook: the rules of one file are a few, at times a dozen (a Copilot
+# project with one instruction file per concern); ADRs and notes naming it come
+# after them. Headlines only, all in the wide cap.
+FILE_MAX_RECORDS = 16
 FILE_CAP_BYTES = WIDE_CAP_BYTES
+LEFT_OUT = "… and {} more records for this file, left out for room"
 
 
 class HookAnswers:
@@ -57,11 +59,28 @@ class HookAnswers:
         text: str | None = None
         shown: list[DocumentRecord] = []
         if fresh and cap > 0:
-            text, shown = render_records(
-                fresh, cap, self.marks.mark_for, self.marks.successors_for, event, header
-            )
+            text, shown = self._render(fresh, cap, header, event)
         self.sessions.give(session, [(r.path, digests.get(r.path, "")) for r in shown])
         return tuple(sorted(withheld)), text, tuple(r.path for r in shown)
+
+    def _render(
+        self, records: Sequence[DocumentRecord], cap: int, header: str, event: str
+    ) -> tuple[str | None, list[DocumentRecord]]:
+        """:func:`render_records`; when some records do not fit, the last line says how
+        many were left out (never a silent cut), in room kept free for it."""
+        marks = self.marks
+        text, shown = render_records(
+            records, cap, marks.mark_for, marks.successors_for, event, header
+        )
+        left = len({r.path for r in records} - {r.path for r in shown})
+        if not left or text is None:
+            return text, shown
+        room = printed_bytes("\n" + LEFT_OUT.format(99), event) - printed_bytes("", event)
+        text, shown = render_records(
+            records, cap - room, marks.mark_for, marks.successors_for, event, header
+        )
+        left = len({r.path for r in records} - {r.path for r in shown})
+        return (f"{text}\n{LEFT_OUT.format(left)}" if text else None), shown
 
     def file_context(self, cwd: str, path: str, *, session: str = "") -> Answer:
         """What the file hook injects when a tool of ``session`` touches ``path``: the
@@ -76,7 +95,10 @@ class HookAnswers:
         scopes = self.scopes
         found = [*scopes.attached(keys, rel), *scopes.naming(keys, rel)]
         muted = self.muted.paths()
-        records = [s.record for s in found if s.record.path not in muted][:FILE_MAX_RECORDS]
+        # One text under two names (a nested CLAUDE.md linking to its AGENTS.md) once.
+        by_text = {s.digest or s.record.path: s for s in reversed(found)}
+        unique = [s for s in found if by_text[s.digest or s.record.path] is s]
+        records = [s.record for s in unique if s.record.path not in muted][:FILE_MAX_RECORDS]
         hits = tuple(DocumentHit(r, 1.0, 0) for r in records)
         selection = Selection(
             hits, FILE_CAP_BYTES if hits else 0, 0.0, 0.0, "file" if hits else "no-scope"

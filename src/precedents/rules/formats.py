@@ -33,6 +33,7 @@ ROOT_FILES = {
 }
 GITHUB_FILES = {"copilot-instructions.md": "copilot"}
 NESTED_FILES = {"AGENTS.md": "agents-md", "CLAUDE.md": "claude-md", "CLAUDE.local.md": "claude-md"}
+CLAUDE_MEMORY = ("CLAUDE.md", "CLAUDE.local.md")
 FORMATS = (
     "cursor",
     "cursorrules",
@@ -44,9 +45,30 @@ FORMATS = (
     "cline",
     "agents-md",
 )
-# Dependency, build and tool folders: never a project's own rules, often huge.
+# Version control, dependency, build and tool folders: never a project's own rules,
+# often huge. Other hidden folders are walked (`.github/workflows/AGENTS.md` is a rule).
 PRUNED = frozenset(
     {
+        ".git",
+        ".hg",
+        ".svn",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".cache",
+        ".next",
+        ".nuxt",
+        ".svelte-kit",
+        ".turbo",
+        ".gradle",
+        ".idea",
+        ".terraform",
+        ".yarn",
+        ".pnpm-store",
+        ".eggs",
+        ".direnv",
         "node_modules",
         "bower_components",
         "vendor",
@@ -120,7 +142,9 @@ def classify(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> Rule
         key = f"{folders[i]}/{folders[i + 1]}"
         if key in RULE_DIRS and name.endswith(RULE_DIRS[key][1]):
             return RuleFile(RULE_DIRS[key][0], "/".join(folders[:i]))
-    if name in NESTED_FILES and not any(p.startswith(".") or p in PRUNED for p in folders):
+    if folders == (".claude",) and name in CLAUDE_MEMORY:
+        return None  # the project's memory: Claude Code loads it at start, like the root's
+    if name in NESTED_FILES and not any(p in PRUNED for p in folders):
         return RuleFile(NESTED_FILES[name], "/".join(folders))
     return None
 
@@ -164,10 +188,13 @@ def discover(root: Path, max_folders: int = MAX_FOLDERS) -> Discovery:
         for prefix, (_fmt, suffixes) in RULE_DIRS.items():
             if prefix.split("/")[0] in names and (folder / prefix).is_dir():
                 found.watches.append(Watch(folder / prefix, True, suffixes))
-        if folder != root and names & set(NESTED_FILES):
-            found.watches.append(Watch(folder, False, names=tuple(NESTED_FILES)))
+        nested = names & set(NESTED_FILES)
+        if folder == root / ".claude":
+            nested -= set(CLAUDE_MEMORY)
+        if folder != root and nested:
+            found.watches.append(Watch(folder, False, names=tuple(sorted(nested))))
         for entry in reversed(entries):  # the stack pops them in name order
-            if entry.name.startswith(".") or entry.name in PRUNED:
+            if entry.name in PRUNED:
                 continue
             try:
                 if entry.is_dir(follow_symlinks=False):

@@ -116,8 +116,8 @@ class Watcher:
         self.timing = timing or WatchTiming()
         self._folders = folders or Sources()
         self._given = list(sources) if sources is not None else None
-        fixed = self._given is not None or self._folders.given
-        self._discovering = not fixed and settings.discover_claude
+        self._fixed = self._given is not None or self._folders.given
+        self._discovering = not self._fixed and settings.discover_claude
         self._store = store
         self._embedder = embedder
         self._sources: tuple[SourceDir, ...] = ()
@@ -240,8 +240,10 @@ class Watcher:
     def _discover(self) -> list[SourceDir]:
         if self._given is not None:
             return list(self._given)
-        if not self._discovering and self._sources:
+        if self._fixed and self._sources:
             # Fixed folders: checked once (a missing one is the user's mistake).
+            # Otherwise every rescan looks again: a project's rule files and ADR
+            # folders appear anywhere in it (docs/rules.md).
             return list(self._sources)
         return configured_sources(self.settings, self._folders)
 
