@@ -11,6 +11,12 @@ hook really injects) plus synthetic chunks with random unit vectors up to
 ``--chunks`` rows (search time depends on rows and dimension, not content).
 
     .venv/bin/python bench/hook.py [--chunks 10000] [--runs 60] [--json out.json]
+                                   [--conversations DIR]
+
+``--conversations DIR``: also index DIR's Claude Code transcripts as the
+project's conversation logs (real text, so the word index that ranks them is
+real: e.g. the LoCoMo sessions ``scripts/locomo_eval.py --work W`` wrote under
+``W/conversations/*``, copied into one folder).
 """
 
 from __future__ import annotations
@@ -65,7 +71,9 @@ def notes_folder(home: Path, crosslingual: bool) -> Path:
     return folder
 
 
-def build_index(home: Path, chunks: int, crosslingual: bool = False) -> int:
+def build_index(
+    home: Path, chunks: int, crosslingual: bool = False, conversations: Path | None = None
+) -> int:
     """Dev notes (real vectors) + synthetic filler up to ``chunks`` rows; returns the row count."""
     import numpy as np
 
@@ -80,7 +88,10 @@ def build_index(home: Path, chunks: int, crosslingual: bool = False) -> int:
     embedder = load_embedder(settings.model)
     store = Store(settings.index_dir, embedder.model_id, embedder.dimension)
     notes = notes_folder(home, crosslingual)
-    sources = configured_sources(settings, Sources(notes=[notes], project=PROJECT))
+    logs = [conversations] if conversations else []
+    sources = configured_sources(
+        settings, Sources(notes=[notes], conversations=logs, project=PROJECT)
+    )
     Indexer(settings, store, embedder).sync(walk(sources))
     have = store.count()
     rng = np.random.default_rng(7)
@@ -212,6 +223,7 @@ def main() -> int:
     parser.add_argument(
         "--crosslingual", action="store_true", help="ten notes in Japanese, English questions"
     )
+    parser.add_argument("--conversations", type=Path, help="index these transcripts too")
     args = parser.parse_args()
     if not (EVAL / "dev" / "notes").is_dir():
         print(f"skipped: {EVAL / 'dev' / 'notes'} is missing")
@@ -219,7 +231,7 @@ def main() -> int:
     home = args.home or Path(tempfile.mkdtemp(prefix="precedents-bench-hook-"))
     if not (home / "index").exists():
         print(f"building a {args.chunks}-chunk index in {home} ...", flush=True)
-        rows = build_index(home, args.chunks, args.crosslingual)
+        rows = build_index(home, args.chunks, args.crosslingual, args.conversations)
     else:
         rows = -1
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRECEDENTS_")}

@@ -1,6 +1,7 @@
 """Session-level recall@k of precedents' conversation path on LoCoMo (snap-research).
 
     python scripts/locomo_eval.py DATA [--work DIR] [--k 5 10] [--json] [--details FILE]
+                                       [--words W ...] [--cv FOLDS]
 
 ``DATA`` is ``locomo10.json`` or a git directory holding it at
 ``HEAD:data/locomo10.json`` (a clone of github.com/snap-research/locomo, or the
@@ -17,7 +18,14 @@ What runs is the path a Claude Code log takes (docs/locomo.md has the details):
    :class:`~precedents.indexer.Indexer` indexes them all into one store (the
    real parser, masking, chunking and the bundled model);
 3. each question is ranked by :meth:`Recall.rank` within its own project, and
-   the ranked transcripts (one per session) are its retrieved sessions.
+   the ranked transcripts (one per session) are its retrieved sessions. Words
+   and vectors rank together (``Thresholds.conversation_words``; ``--words W``
+   sets the weight, ``--words 0`` is vectors alone).
+
+``--cv FOLDS`` with several ``--words`` cross-validates the weight: the ten
+conversations are split into FOLDS groups; for each, the weight scoring best
+(R@5 + R@10, ``fraction``) on the other groups is applied to it, and the
+figures are those of the held-out groups only.
 
 Per question, with E its evidence sessions (``"D3:5"`` is session 3) and T the
 top-k sessions: ``fraction`` = |E ∩ T| / |E| (the figure MemPalace and
@@ -38,7 +46,7 @@ import tempfile
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -231,6 +239,7 @@ class Run:
     sessions: int = 0
     skipped: int = 0  # questions whose evidence names no session
     query_seconds: float = 0.0
+    words: float = 0.0  # the word weight the run ranked with
 
 
 def check_folders(folders: Sequence[Path]) -> None:
@@ -257,26 +266,65 @@ def rank_sample(recall: Recall, sample: Sample, folder: Path, k: int, run: Run) 
         run.ranked.append(Ranked(sample.sample_id, question, sessions))
 
 
-def evaluate(samples: Sequence[Sample], work: Path, k: int, model: Embedder | None = None) -> Run:
-    """Write, index and rank ``samples`` under ``work``; ``k`` sessions kept per question."""
+def evaluate(
+    samples: Sequence[Sample],
+    work: Path,
+    k: int,
+    model: Embedder | None = None,
+    words: Sequence[float | None] = (None,),
+) -> list[Run]:
+    """Write, index and rank ``samples`` under ``work``; ``k`` sessions kept per question.
+    One run per weight in ``words`` (None: the model's default), on one index."""
     folders = [(work / "conversations" / s.sample_id).absolute() for s in samples]
     check_folders(folders)
     for sample, folder in zip(samples, folders, strict=True):
         write_transcripts(sample, folder)
     settings = Settings(home=work / "state", discover_claude=False, conversations=tuple(folders))
     model = model or load_embedder(settings.model, settings.device)
-    run = Run(model.model_id, report=index(settings, model))
+    report = index(settings, model)
     recall = Recall(settings, model)
+    runs = []
+    default = recall.thresholds
     try:
-        run.chunks = recall.snapshot.rows
-        run.sessions = len({m["path"] for m in recall.snapshot.meta})
-        started = time.perf_counter()
-        for sample, folder in zip(samples, folders, strict=True):
-            rank_sample(recall, sample, folder, k, run)
-        run.query_seconds = time.perf_counter() - started
+        for weight in words:
+            run = Run(model.model_id, report=report, words=default.conversation_words)
+            if weight is not None:
+                recall.thresholds = replace(default, conversation_words=weight)
+                run.words = weight
+            run.chunks = recall.snapshot.rows
+            run.sessions = len({m["path"] for m in recall.snapshot.meta})
+            started = time.perf_counter()
+            for sample, folder in zip(samples, folders, strict=True):
+                rank_sample(recall, sample, folder, k, run)
+            run.query_seconds = time.perf_counter() - started
+            runs.append(run)
     finally:
         recall.close()
-    return run
+    return runs
+
+
+def cross_validate(runs: Sequence[Run], folds: int) -> tuple[Run, list[dict[str, Any]]]:
+    """The held-out run: each group of conversations ranked with the weight that scored
+    best on the other groups. Returns it and, per fold, its conversations and weight."""
+    samples = sorted({r.sample_id for r in runs[0].ranked})
+    fold_of = {sid: i % folds for i, sid in enumerate(samples)}
+
+    def merit(run: Run, held: int) -> float:
+        rows = [r for r in run.ranked if fold_of[r.sample_id] != held]
+        hits = [
+            recall_at(r.sessions, r.question.sessions, k, "fraction") for r in rows for k in (5, 10)
+        ]
+        return sum(hits) / max(len(hits), 1)
+
+    out = Run(runs[0].model, report=runs[0].report, chunks=runs[0].chunks)
+    out.sessions, out.skipped = runs[0].sessions, runs[0].skipped
+    chosen = []
+    for held in range(folds):
+        best = max(runs, key=lambda run: merit(run, held))
+        out.ranked += [r for r in best.ranked if fold_of[r.sample_id] == held]
+        names = [sid for sid in samples if fold_of[sid] == held]
+        chosen.append({"held_out": names, "words": best.words})
+    return out, chosen
 
 
 # ----------------------------------------------------------------------- scoring
@@ -342,6 +390,7 @@ def summary(data: bytes, run: Run, ks: Sequence[int], seconds: float) -> dict[st
     return {
         "data_sha256": hashlib.sha256(data).hexdigest(),
         "model": run.model,
+        "conversation_words": run.words,
         "sessions_indexed": run.sessions,
         "chunks": run.chunks,
         "chunks_embedded": report.chunks_embedded if report else 0,
@@ -388,6 +437,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--limit", type=int, default=0, help="only the first N conversations")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--details", type=Path, help="write one JSON line per question here")
+    parser.add_argument(
+        "--words", type=float, nargs="+", help="word weight(s) for conversations (0: vectors)"
+    )
+    parser.add_argument("--cv", type=int, default=0, help="cross-validate --words, FOLDS groups")
     return parser.parse_args(argv)
 
 
@@ -398,9 +451,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     data = read_data(args.data)
     samples = parse_data(data)[: args.limit or None]
     ks = sorted(set(args.k))
+    weights: list[float | None] = list(args.words) if args.words else [None]
     with work_folder(args.work) as work:
-        run = evaluate(samples, work, max(ks))
+        runs = evaluate(samples, work, max(ks), words=weights)
+    if args.cv:
+        run, chosen = cross_validate(runs, args.cv)
+    else:
+        run, chosen = runs[-1], []
     result = summary(data, run, ks, time.perf_counter() - started)
+    if chosen:
+        result["cv_folds"] = chosen
+        result["in_sample"] = {
+            str(r.words): {row["group"]: row["fraction"] for row in score(r.ranked, ks)}
+            for r in runs
+        }
     if args.details:
         write_details(args.details, run)
     if args.json:

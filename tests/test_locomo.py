@@ -153,7 +153,7 @@ def test_a_work_folder_inside_a_git_repository_is_refused(tmp_path: Path) -> Non
 @pytest.mark.slow
 def test_real_path_ranks_the_answering_session_first(tmp_path: Path, embedder: object) -> None:
     data = samples()
-    run = le.evaluate(data, tmp_path / "work", 10, embedder)
+    [run] = le.evaluate(data, tmp_path / "work", 10, embedder)
     assert run.report.files_indexed == 6
     assert run.sessions == 6
     assert run.skipped == 1  # the question with no evidence
@@ -183,8 +183,27 @@ def test_real_path_ranks_the_answering_session_first(tmp_path: Path, embedder: o
 @pytest.mark.slow
 def test_a_rerun_on_the_same_work_folder_embeds_nothing(tmp_path: Path, embedder: object) -> None:
     data = samples()[:1]
-    first = le.evaluate(data, tmp_path / "work", 5, embedder)
-    again = le.evaluate(data, tmp_path / "work", 5, embedder)
+    [first] = le.evaluate(data, tmp_path / "work", 5, embedder)
+    [again] = le.evaluate(data, tmp_path / "work", 5, embedder)
     assert first.report.chunks_embedded > 0
     assert again.report.chunks_embedded == 0
     assert [r.sessions for r in again.ranked] == [r.sessions for r in first.ranked]
+
+
+@pytest.mark.slow
+def test_words_rank_with_vectors_and_the_weight_is_cross_validated(
+    tmp_path: Path, embedder: object
+) -> None:
+    """One index, one run per word weight; a held-out fold takes the weight chosen on the
+    others, and every question is scored exactly once."""
+    data = samples()
+    vectors, words = le.evaluate(data, tmp_path / "work", 10, embedder, words=[0.0, 0.4])
+    assert (vectors.words, words.words) == (0.0, 0.4)
+    assert vectors.report is words.report and vectors.report.chunks_embedded > 0
+    assert [r.question.text for r in vectors.ranked] == [r.question.text for r in words.ranked]
+    held, chosen = le.cross_validate([vectors, words], 2)
+    assert sorted(r.question.text for r in held.ranked) == sorted(
+        r.question.text for r in words.ranked
+    )
+    assert [c["words"] for c in chosen] and all(c["words"] in (0.0, 0.4) for c in chosen)
+    assert sorted(sid for c in chosen for sid in c["held_out"]) == ["mini-1", "mini-2"]

@@ -42,6 +42,12 @@ class Thresholds:
     # above this, the records near the top are shown (recall/selection.py).
     # None: not used.
     speak_relevance: float | None = None
+    # Words next to vectors (precedents.lexical): a conversation ranks by its best
+    # chunk's cosine plus this share of its BM25 over the whole log (scaled by the
+    # best among the project's conversations for the question). Only the order
+    # changes; the scores selected on stay cosines. 0: vectors alone. Picked by
+    # cross-validation on LoCoMo (docs/locomo.md).
+    conversation_words: float = 0.4
 
 
 # Seed values. bge-m3's are the SPEC's; the bundled MiniLM's are re-tuned by

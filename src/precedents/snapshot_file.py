@@ -12,8 +12,10 @@ When: the daemon compares :func:`fingerprint` — the newest manifest names of
 the chunk tables, read from the folder without LanceDB — with the one of the
 file it holds, and exports again when they differ.
 
-Format: an uncompressed ``.npz`` holding the matrix, the multilingual vectors
-and one JSON header (format, fingerprint, model, metadata rows, summary).
+Format: an uncompressed ``.npz`` holding the matrix, the multilingual vectors,
+the word index (:mod:`precedents.lexical`, documents numbered in the order
+they first appear in the metadata rows) and one JSON header (format,
+fingerprint, model, metadata rows, summary). Never a record's text.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-FORMAT = 1
+FORMAT = 2  # 2: the word index
 # The export child's exit status when there is no usable index yet (store/export.py).
 NO_INDEX = 3
 # The tables whose commits change what a question can find (store/schema.py,
@@ -56,6 +58,8 @@ class Exported:
         default_factory=lambda: np.zeros((0, 0), dtype=np.float32)
     )
     summary: dict[str, Any] = field(default_factory=dict)
+    # precedents.lexical.Postings.to_arrays() of the documents, in first-appearance order.
+    lexical: dict[str, NDArray[np.generic]] = field(default_factory=dict)
 
 
 def fingerprint(index_dir: Path) -> str | None:
@@ -96,12 +100,13 @@ def write(path: Path, snap: Exported) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".snapshot-", suffix=".npz", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as out:
-            np.savez(
-                out,
-                header=raw,
-                matrix=np.ascontiguousarray(snap.matrix, dtype=np.float32),
-                second=np.ascontiguousarray(snap.second_vectors, dtype=np.float32),
-            )
+            arrays: dict[str, Any] = {
+                "header": raw,
+                "matrix": np.ascontiguousarray(snap.matrix, dtype=np.float32),
+                "second": np.ascontiguousarray(snap.second_vectors, dtype=np.float32),
+                **snap.lexical,
+            }
+            np.savez(out, **arrays)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -116,6 +121,7 @@ def read(path: Path) -> Exported:
             header = json.loads(bytes(data["header"]).decode("utf-8"))
             matrix = np.ascontiguousarray(data["matrix"], dtype=np.float32)
             second = np.ascontiguousarray(data["second"], dtype=np.float32)
+            lexical = {k: np.asarray(data[k]) for k in data.files if k.startswith("lex_")}
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
         raise SnapshotFileError(f"{path}: {exc}") from exc
     if not isinstance(header, dict) or header.get("format") != FORMAT:
@@ -130,6 +136,7 @@ def read(path: Path) -> Exported:
             second_ids=[str(i) for i in header["second_ids"]],
             second_vectors=second,
             summary=dict(header["summary"]),
+            lexical=lexical,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise SnapshotFileError(f"{path}: bad header ({exc})") from exc

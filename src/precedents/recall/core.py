@@ -327,7 +327,15 @@ class Recall(HookAnswers):
         for keys, idx in by_keys.items():
             pair = None if second is None else (second[0][idx], second[1])
             hidden = [items[i][2] for i in idx]
-            ranked_all = snapshot.rank_many(vectors[idx], keys, second=pair, hidden=hidden)
+            words = [texts[i] for i in idx]
+            ranked_all = snapshot.rank_many(
+                vectors[idx],
+                keys,
+                second=pair,
+                hidden=hidden,
+                texts=words,
+                words=self.thresholds.conversation_words,
+            )
             for i, ranked in zip(idx, ranked_all, strict=True):
                 hits[i] = ranked
         relevance = self._relevance(vectors, hits, snapshot)
@@ -384,7 +392,11 @@ class Recall(HookAnswers):
             with self._encode_lock:
                 second = self._second([clip_prompt(text)], snapshot)
             ranks = max(k, DOC_RANKS)
-            return snapshot.rank(vector, keys, kinds, ranks, max(k, CONVERSATION_RANKS), second)[:k]
+            text = clip_prompt(text)
+            conversations = max(k, CONVERSATION_RANKS)
+            weight = self.thresholds.conversation_words
+            hits = snapshot.rank(vector, keys, kinds, ranks, conversations, second, text, weight)
+            return hits[:k]
         return self._ranked(text, keys)[0][:k]
 
     def query(self, text: str, project: str | Path | None, k: int) -> dict[str, Any]:

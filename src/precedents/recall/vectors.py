@@ -18,7 +18,7 @@ never order the same question differently.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from threading import Lock
 from typing import TYPE_CHECKING, Any
@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from precedents.kinds import Kind
+from precedents.lexical import Lexical, Postings, document_texts
 from precedents.store.rows import DocumentHit, DocumentRecord
 
 if TYPE_CHECKING:
@@ -52,6 +53,7 @@ class _Subset:
     second_local: NDArray[np.int64]  # subset rows that also have a multilingual vector
     second_matrix: NDArray[np.float32]  # those vectors, in the same order
     doc_of_path: dict[str, int]  # each document's index, by path
+    lex_docs: NDArray[np.int64]  # each document's number in the word index (-1: none)
 
 
 @dataclass
@@ -63,6 +65,8 @@ class VectorSnapshot:
     matrix: NDArray[np.float32]
     # Multilingual vectors of the chunks not in English (store/second.py), by row.
     second: dict[int, NDArray[np.float32]] = field(default_factory=dict)
+    # The word index of the documents, numbered in the order they first appear in meta.
+    lexical: Lexical | None = None
     _subsets: dict[tuple[str, ...], _Subset] = field(default_factory=dict)
     _rows_by_path: dict[str, list[int]] | None = None
     _lock: Lock = field(default_factory=Lock)
@@ -72,11 +76,14 @@ class VectorSnapshot:
         """Every chunk of ``projects`` (default: every project) as the store holds it now."""
         version = store.version()
         wanted = sorted({p for (_, p) in store.counts()}) if projects is None else projects
-        meta, matrix = store.all_vectors(wanted) if wanted else ([], None)
+        meta, matrix = store.all_vectors(wanted, text=True) if wanted else ([], None)
         if matrix is None:
             matrix = np.zeros((0, store.dimension), dtype=np.float32)
+        texts = [str(m.pop("text", "") or "") for m in meta]
+        _paths, documents = document_texts([m["path"] for m in meta], texts)
         ids, vectors = store.second_vectors(wanted)
-        return cls.from_parts(version, meta, matrix, ids, vectors)
+        words = Postings.build(documents).to_arrays()
+        return cls.from_parts(version, meta, matrix, ids, vectors, words)
 
     @classmethod
     def from_parts(
@@ -86,13 +93,24 @@ class VectorSnapshot:
         matrix: NDArray[np.float32],
         second_ids: Sequence[str],
         second_vectors: NDArray[np.float32],
+        words: Mapping[str, NDArray[np.generic]] | None = None,
     ) -> VectorSnapshot:
         """A snapshot of chunk rows, their vectors, and the multilingual vectors of some
-        chunks by chunk id (``doc_id#chunk_index``), as the store or its export holds them."""
+        chunks by chunk id (``doc_id#chunk_index``), as the store or its export holds them;
+        ``words``: the word index's arrays (:meth:`Postings.to_arrays`), when there is one."""
         ids = second_ids
         row_of = {f"{m['doc_id']}#{m['chunk_index']}": i for i, m in enumerate(meta)} if ids else {}
         second = {row_of[c]: second_vectors[k] for k, c in enumerate(ids) if c in row_of}
-        return cls(version=version, meta=meta, matrix=matrix, second=second)
+        lexical = None
+        if words:
+            try:
+                postings: Postings | None = Postings.from_arrays(dict(words))
+            except (KeyError, ValueError, UnicodeDecodeError):
+                postings = None  # an index that does not fit: ranked by vectors alone
+            documents = len({m["path"] for m in meta})
+            if postings is not None and postings.size == documents:
+                lexical = Lexical(postings)
+        return cls(version=version, meta=meta, matrix=matrix, second=second, lexical=lexical)
 
     @property
     def multilingual(self) -> bool:
@@ -123,7 +141,9 @@ class VectorSnapshot:
             return cached
         wanted = set(key)
         by_doc: dict[str, list[int]] = {}
+        word_doc: dict[str, int] = {}  # the word index numbers documents by first row
         for i, m in enumerate(self.meta):
+            word_doc.setdefault(m["path"], len(word_doc))
             if m["project"] in wanted:
                 by_doc.setdefault(m["doc_id"], []).append(i)
         rows: list[int] = []
@@ -149,6 +169,10 @@ class VectorSnapshot:
                 else np.zeros((0, 0), dtype=np.float32)
             ),
             doc_of_path={p: d for d, p in enumerate(by_doc)},
+            lex_docs=np.asarray(
+                [word_doc.get(self.meta[r[0]]["path"], -1) for r in by_doc.values()],
+                dtype=np.int64,
+            ),
         )
         with self._lock:
             self._subsets[key] = subset
@@ -166,15 +190,21 @@ class VectorSnapshot:
         doc_ranks: int = DOC_RANKS,
         conversation_ranks: int = CONVERSATION_RANKS,
         second: SecondScores | None = None,
+        text: str = "",
+        words: float = 0.0,
     ) -> list[DocumentHit]:
-        """Documents of ``projects`` by their best chunk's cosine, best first.
+        """Documents of ``projects`` by their best chunk's cosine, best first (with
+        ``words``, a conversation also by the words of ``text``: :meth:`rank_many`).
 
         Returns the top ``doc_ranks`` notes/rules/ADRs and the top
         ``conversation_ranks`` conversations, merged in score order (ranked
         apart so that many long conversations cannot crowd the documents out).
         """
         q = np.asarray(vector, dtype=np.float32).reshape(1, -1)
-        return self.rank_many(q, projects, kinds, doc_ranks, conversation_ranks, second)[0]
+        texts = [text] if text else None
+        return self.rank_many(
+            q, projects, kinds, doc_ranks, conversation_ranks, second, texts=texts, words=words
+        )[0]
 
     def rank_many(
         self,
@@ -185,6 +215,8 @@ class VectorSnapshot:
         conversation_ranks: int = CONVERSATION_RANKS,
         second: SecondScores | None = None,
         hidden: Sequence[frozenset[str]] | None = None,
+        texts: Sequence[str] | None = None,
+        words: float = 0.0,
     ) -> list[list[DocumentHit]]:
         """:meth:`rank` for several query vectors (one row each) in one matrix product.
 
@@ -192,7 +224,12 @@ class VectorSnapshot:
         this model's scale) lets a chunk in another language score by the better
         of its two vectors (:mod:`precedents.recall.crosslingual`). ``hidden``:
         per question, the paths of documents it must not rank (a rule waiting
-        for its files, the session's own conversation log).
+        for its files, the session's own conversation log). ``texts`` and ``words``:
+        a conversation ranks by its cosine plus ``words`` times its BM25 for the
+        question, scaled by the best among the conversations ranked
+        (``Thresholds.conversation_words``, docs/locomo.md); notes, rules and ADRs
+        keep their cosine order, on which their selection is calibrated. Every
+        hit's score stays its exact cosine: only the order changes.
         """
         sub = self._subset(projects)
         if not len(sub.rows):
@@ -215,12 +252,32 @@ class VectorSnapshot:
             if masked:
                 best = best.copy()
                 best[masked] = -np.inf
+            key = self._with_words(sub, best, texts[j] if texts else "", words)
             picks: list[tuple[float, int]] = []
             for group, limit in ((sub.docs, doc_ranks), (sub.conversations, conversation_ranks)):
-                picks += self._top(sub, group, best, limit, allowed)
+                picks += self._top(sub, group, key, limit, allowed)
             picks.sort(key=lambda p: -p[0])
             out.append([self._hit(sub, scores, d) for _, d in picks])
         return out
+
+    def _with_words(
+        self, sub: _Subset, best: NDArray[np.float32], text: str, weight: float
+    ) -> NDArray[np.float32]:
+        """The ranking key of each document: its cosine, plus for conversations
+        ``weight`` times their BM25, scaled by the best conversation's."""
+        group = sub.conversations
+        if self.lexical is None or not text or not weight or not len(group):
+            return best
+        docs = sub.lex_docs[group]
+        indexed = docs >= 0
+        words = np.zeros(len(group), dtype=np.float32)
+        words[indexed] = self.lexical.scores(text, docs[indexed])
+        top = float(words.max())
+        if top <= 0:
+            return best
+        key = best.copy()
+        key[group] += weight * words / top
+        return key
 
     def _top(
         self,

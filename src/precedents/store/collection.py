@@ -454,10 +454,11 @@ class Store:
 
     @_translated
     def all_vectors(
-        self, projects: Sequence[str]
+        self, projects: Sequence[str], *, text: bool = False
     ) -> tuple[list[dict[str, Any]], NDArray[np.float32]]:
-        """Metadata rows and the vector matrix of the given projects (for in-memory search)."""
-        cols = present_columns(self._chunks.schema.names)
+        """Metadata rows and the vector matrix of the given projects (for in-memory search);
+        with ``text``, each row also holds its chunk's text (for the word index)."""
+        cols = present_columns(self._chunks.schema.names) + (["text"] if text else [])
         tbl = self._chunks.search().where(_in_list("project", projects)).select(cols)
         return rows_and_matrix(tbl.limit(None).to_arrow(), self.dimension)
 

@@ -17,6 +17,7 @@ by the same functions :class:`~precedents.store.Store` uses.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from pathlib import Path
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from precedents.lexical import Postings, TermCache, document_texts
 from precedents.snapshot_file import NO_INDEX, Exported, fingerprint, write
 from precedents.store.schema import (
     CHUNKS,
@@ -39,6 +41,9 @@ from precedents.store.schema import (
 )
 from precedents.store.second import SECOND, SECOND_DIMENSION
 from precedents.store.summary import summarize
+
+# Beside the snapshot file: each document's term counts by content hash.
+TERM_CACHE = "terms.npz"
 
 
 class TableReader:
@@ -74,12 +79,16 @@ class TableReader:
             return []
         return scope_rows(table.to_table(columns=RULE_COLUMNS, filter=RULE_ROWS).to_pylist())
 
-    def vectors(self, dimension: int) -> tuple[list[dict[str, Any]], NDArray[np.float32]]:
-        """Every chunk's metadata row and vector."""
+    def vectors(
+        self, dimension: int
+    ) -> tuple[list[dict[str, Any]], NDArray[np.float32], list[str]]:
+        """Every chunk's metadata row, vector and text (one read: the same rows in the
+        same order)."""
         table = self._open(CHUNKS)
-        return rows_and_matrix(
-            table.to_table(columns=present_columns(table.schema.names)), dimension
-        )
+        read = table.to_table(columns=[*present_columns(table.schema.names), "text"])
+        texts = [str(t or "") for t in read.column("text").to_pylist()]
+        meta, matrix = rows_and_matrix(read.drop_columns(["text"]), dimension)
+        return meta, matrix, texts
 
     def second_vectors(self) -> tuple[list[str], NDArray[np.float32]]:
         """Chunk ids and multilingual vectors (none when the table does not exist)."""
@@ -89,6 +98,21 @@ class TableReader:
         matrix = tbl.column("vector").combine_chunks().values.to_numpy(zero_copy_only=False)
         ids = [str(c) for c in tbl.column("chunk_id").to_pylist()]
         return ids, np.ascontiguousarray(matrix.reshape(-1, SECOND_DIMENSION), dtype=np.float32)
+
+
+def word_index(meta: list[dict[str, Any]], texts: list[str], cache_file: Path) -> Postings:
+    """The word index of the documents in ``meta`` (first-appearance order), counting
+    only the documents whose content changed since the last export (:class:`TermCache`)."""
+    cache = TermCache.load(cache_file)
+    digests = {m["path"]: str(m.get("source_hash") or "") for m in meta}
+    paths, documents = document_texts([m["path"] for m in meta], texts)
+    counted = [
+        cache.counts(TermCache.key(path, digests[path]), chunks)
+        for path, chunks in zip(paths, documents, strict=True)
+    ]
+    with contextlib.suppress(OSError):  # the next export counts again: slower, never wrong
+        cache.save(cache_file)
+    return Postings.assemble(counted)
 
 
 def export(index_dir: Path, out: Path) -> bool:
@@ -104,8 +128,9 @@ def export(index_dir: Path, out: Path) -> bool:
     if "model" not in facts:
         return False
     dimension = int(facts.get("dimension") or 0)
-    meta, matrix = reader.vectors(dimension)
+    meta, matrix, texts = reader.vectors(dimension)
     ids, vectors = reader.second_vectors()
+    words = word_index(meta, texts, out.with_name(TERM_CACHE))
     write(
         out,
         Exported(
@@ -117,6 +142,7 @@ def export(index_dir: Path, out: Path) -> bool:
             second_ids=ids,
             second_vectors=vectors,
             summary=summarize(reader),
+            lexical=dict(words.to_arrays()),
         ),
     )
     return True
