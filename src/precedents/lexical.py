@@ -14,11 +14,8 @@ evidence sessions far better than the bundled model alone (R@5 84% against
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
 import re
-import tempfile
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -27,6 +24,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from precedents.snapshot_file import save_npz
 
 K1 = 1.2
 B = 0.75
@@ -358,13 +357,4 @@ class TermCache:
             "terms": np.asarray(terms, dtype=np.int32),
             "counts": np.asarray(counts, dtype=np.int32),
         }
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".terms-", suffix=".npz", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as out:
-                np.savez(out, **arrays)
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        save_npz(path, arrays)

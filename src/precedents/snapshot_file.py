@@ -96,16 +96,22 @@ def write(path: Path, snap: Exported) -> None:
         "summary": snap.summary,
     }
     raw = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
+    arrays: dict[str, Any] = {
+        "header": raw,
+        "matrix": np.ascontiguousarray(snap.matrix, dtype=np.float32),
+        "second": np.ascontiguousarray(snap.second_vectors, dtype=np.float32),
+        **snap.lexical,
+    }
+    save_npz(path, arrays)
+
+
+def save_npz(path: Path, arrays: dict[str, Any]) -> None:
+    """Write ``arrays`` as an uncompressed ``.npz`` at ``path``, atomically, 0600 (the
+    state folder's umask): a reader never sees half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".snapshot-", suffix=".npz", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".npz", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as out:
-            arrays: dict[str, Any] = {
-                "header": raw,
-                "matrix": np.ascontiguousarray(snap.matrix, dtype=np.float32),
-                "second": np.ascontiguousarray(snap.second_vectors, dtype=np.float32),
-                **snap.lexical,
-            }
             np.savez(out, **arrays)
         os.replace(tmp, path)
     except BaseException:
