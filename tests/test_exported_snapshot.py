@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -257,3 +258,38 @@ def test_a_damaged_store_is_retried_with_backoff(tmp_path: Path) -> None:
             exporter.run()
         assert exporter.last_seconds >= 2.0**failures  # the next try waits that long
         assert not exporter.due(stamp)
+
+
+def test_the_daemons_snapshot_ranks_conversations_by_words_too(
+    tmp_path: Path, fake_embedder: FakeEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The export child builds the word index from the text and the daemon, which never
+    holds text, ranks conversations with it exactly as the in-process path does."""
+    monkeypatch.setenv("PRECEDENTS_HOME", str(tmp_path / "state"))
+    settings = settings_for(tmp_path / "state")
+    store = Store(settings.index_dir, fake_embedder.model_id, fake_embedder.dimension)
+    logs = {
+        "/c/a.jsonl": ["we planned the trip and the trip budget and the trip dates"],
+        "/c/b.jsonl": ["Priya adopted a greyhound called Biscuit", "the trip was fun"],
+        "/c/c.jsonl": ["trip trip trip notes about nothing much"],
+    }
+    for path, texts in logs.items():
+        vecs = fake_embedder.encode_passages(texts)
+        doc = DocumentRecord("conversation", "p", path, Path(path).stem, "")
+        file = FileRecord(path, "conversation", "p", f"{abs(hash(path)):064x}", 10, len(texts), 0.0)
+        store.replace_documents([(file, doc, texts, vecs)])
+    here = Recall(settings, fake_embedder)
+    there = Recall(settings, fake_embedder, exported=True)
+    try:
+        assert there.snapshot.lexical is not None  # the daemon got the word index
+        question = "the trip with Priya's greyhound Biscuit"
+        a = [h.record.path for h in here.rank(question, None, ("conversation",), 3)]
+        b = [h.record.path for h in there.rank(question, None, ("conversation",), 3)]
+        assert a == b and a[0] == "/c/b.jsonl"
+        vectors_alone = replace(here.thresholds, conversation_words=0.0)
+        here.thresholds = vectors_alone
+        plain = [h.record.path for h in here.rank(question, None, ("conversation",), 3)]
+        assert plain != a  # the words are what moved it
+    finally:
+        here.close()
+        there.close()

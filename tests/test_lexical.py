@@ -140,7 +140,7 @@ def test_a_conversation_naming_the_words_ranks_first_and_keeps_its_cosine() -> N
     matrix = np.eye(3, 8, dtype=np.float32)
     query = np.asarray([0.7, 0.6, 0.1, 0, 0, 0, 0, 0], dtype=np.float32)  # favours a.jsonl
     query /= np.linalg.norm(query)
-    words = Postings.build(texts.values()).to_arrays()
+    words = Postings.build(texts.values())
     snap = VectorSnapshot.from_parts("v", rows, matrix, [], np.zeros((0, 0), np.float32), words)
     text = "what is the name of Priya's greyhound?"
     plain = snap.rank(query, ["/p"], ("conversation",), 20, 3, None, text, 0.0)
@@ -150,9 +150,11 @@ def test_a_conversation_naming_the_words_ranks_first_and_keeps_its_cosine() -> N
     cosines = {h.record.path: h.score for h in plain}
     assert {h.record.path: h.score for h in mixed} == cosines  # scores stay cosines
     # An index that does not fit the rows is dropped: vectors alone, no error.
-    broken = dict(words)
+    broken = words.to_arrays()
     broken["lex_lengths"] = broken["lex_lengths"][:1]
-    odd = VectorSnapshot.from_parts("v", rows, matrix, [], np.zeros((0, 0), np.float32), broken)
+    assert Postings.read(broken) is None and Postings.read({}) is None
+    short = Postings.build(list(texts.values())[:2])  # fewer documents than the rows hold
+    odd = VectorSnapshot.from_parts("v", rows, matrix, [], np.zeros((0, 0), np.float32), short)
     assert odd.lexical is None
     assert odd.rank(query, ["/p"], ("conversation",), 20, 3, None, text, 0.4)[0].record.path == (
         "/p/a.jsonl"

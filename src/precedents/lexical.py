@@ -224,6 +224,17 @@ class Postings:
         }
 
     @classmethod
+    def read(cls, arrays: dict[str, NDArray[np.generic]]) -> Postings | None:
+        """:meth:`from_arrays`, or None when there are none or they do not fit together
+        (an older or torn export: ranked by vectors alone until the next)."""
+        if not arrays:
+            return None
+        try:
+            return cls.from_arrays(arrays)
+        except (KeyError, ValueError, UnicodeDecodeError):
+            return None
+
+    @classmethod
     def from_arrays(cls, arrays: dict[str, NDArray[np.generic]]) -> Postings:
         """The inverse of :meth:`to_arrays`; ValueError when they do not fit together."""
         raw = bytes(arrays["lex_vocabulary"]).decode("utf-8")

@@ -21,6 +21,7 @@ from precedents.config import Settings
 from precedents.embedding import Embedder, load_embedder
 from precedents.errors import ModelMismatch, StoreError
 from precedents.kinds import DOCUMENT_KINDS, Kind
+from precedents.lexical import Postings
 from precedents.protocol import HEADER, MIN_PROMPT_CHARS, clip_prompt
 from precedents.recall.answer import Answer
 from precedents.recall.batcher import Batcher, Ranked, Work
@@ -228,6 +229,7 @@ class Recall(HookAnswers):
                 exported.matrix,
                 exported.second_ids,
                 exported.second_vectors,
+                Postings.read(exported.lexical),
             )
         )
         log.info(

@@ -18,7 +18,7 @@ never order the same question differently.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from threading import Lock
 from typing import TYPE_CHECKING, Any
@@ -82,8 +82,7 @@ class VectorSnapshot:
         texts = [str(m.pop("text", "") or "") for m in meta]
         _paths, documents = document_texts([m["path"] for m in meta], texts)
         ids, vectors = store.second_vectors(wanted)
-        words = Postings.build(documents).to_arrays()
-        return cls.from_parts(version, meta, matrix, ids, vectors, words)
+        return cls.from_parts(version, meta, matrix, ids, vectors, Postings.build(documents))
 
     @classmethod
     def from_parts(
@@ -93,23 +92,17 @@ class VectorSnapshot:
         matrix: NDArray[np.float32],
         second_ids: Sequence[str],
         second_vectors: NDArray[np.float32],
-        words: Mapping[str, NDArray[np.generic]] | None = None,
+        words: Postings | None = None,
     ) -> VectorSnapshot:
         """A snapshot of chunk rows, their vectors, and the multilingual vectors of some
         chunks by chunk id (``doc_id#chunk_index``), as the store or its export holds them;
-        ``words``: the word index's arrays (:meth:`Postings.to_arrays`), when there is one."""
+        ``words``: the word index of the documents, when there is one (one that does not
+        fit the rows is dropped: vectors alone then rank)."""
         ids = second_ids
         row_of = {f"{m['doc_id']}#{m['chunk_index']}": i for i, m in enumerate(meta)} if ids else {}
         second = {row_of[c]: second_vectors[k] for k, c in enumerate(ids) if c in row_of}
-        lexical = None
-        if words:
-            try:
-                postings: Postings | None = Postings.from_arrays(dict(words))
-            except (KeyError, ValueError, UnicodeDecodeError):
-                postings = None  # an index that does not fit: ranked by vectors alone
-            documents = len({m["path"] for m in meta})
-            if postings is not None and postings.size == documents:
-                lexical = Lexical(postings)
+        fits = words is not None and words.size == len({m["path"] for m in meta})
+        lexical = Lexical(words) if words is not None and fits else None
         return cls(version=version, meta=meta, matrix=matrix, second=second, lexical=lexical)
 
     @property
