@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hook import LAUNCHER, start_daemon, startup_baseline, stats, wait_ready
+from hook import hook_once, start_daemon, startup_baseline, stats, wait_ready
 
 REPO = Path(__file__).resolve().parents[1]
 WILD = REPO / "tests" / "fixtures" / "rules-wild"
@@ -78,18 +78,6 @@ def build(home: Path, repo: Path, project: str, chunks: int) -> int:
     store.replace_documents(items)
     store.maybe_compact(force=True)
     return store.count()
-
-
-def run_hook(mode: str, stdin: bytes, env: dict[str, str]) -> tuple[float, bytes]:
-    started = time.perf_counter()
-    proc = subprocess.run(
-        [sys.executable, "-I", "-S", str(LAUNCHER), mode],
-        input=stdin,
-        capture_output=True,
-        env=env,
-        check=False,
-    )
-    return time.perf_counter() - started, proc.stdout
 
 
 def stub(env: dict[str, str]) -> float:
@@ -158,19 +146,17 @@ def main() -> int:
     try:
         wait_ready(home)
         for i in range(5):  # warm the page cache and the daemon
-            run_hook("file", file_stdin(repo, touched[i % len(touched)], f"warm-{i}"), env)
+            hook_once(file_stdin(repo, touched[i % len(touched)], f"warm-{i}"), env, "file")
         samples: dict[str, list[float]] = {"stub": [], "file": [], "prompt": []}
         given = 0
         for i in range(args.runs):  # interleaved: each kind sees the same machine
             samples["stub"].append(stub(env))
-            elapsed, out = run_hook(
-                "file", file_stdin(repo, touched[i % len(touched)], f"s{i}"), env
-            )
+            touch = file_stdin(repo, touched[i % len(touched)], f"s{i}")
+            elapsed, out = hook_once(touch, env, "file")
             samples["file"].append(elapsed)
             given += bool(out)
-            elapsed, _ = run_hook(
-                "prompt", prompt_stdin(repo, prompts[i % len(prompts)], f"p{i}"), env
-            )
+            message = prompt_stdin(repo, prompts[i % len(prompts)], f"p{i}")
+            elapsed, _ = hook_once(message, env, "prompt")
             samples["prompt"].append(elapsed)
         figures = {k: stats(v) for k, v in samples.items()}
         result = {

@@ -109,10 +109,11 @@ def build_index(
     return store.count()
 
 
-def hook_once(stdin: bytes, env: dict[str, str]) -> tuple[float, bytes]:
+def hook_once(stdin: bytes, env: dict[str, str], mode: str = "prompt") -> tuple[float, bytes]:
+    """One hook process as Claude Code starts it: seconds to its exit, and its stdout."""
     started = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-I", "-S", str(LAUNCHER), "prompt"],
+        [sys.executable, "-I", "-S", str(LAUNCHER), mode],
         input=stdin,
         capture_output=True,
         env=env,

@@ -95,10 +95,15 @@ class HookAnswers:
         scopes = self.scopes
         found = [*scopes.attached(keys, rel), *scopes.naming(keys, rel)]
         muted = self.muted.paths()
-        # One text under two names (a nested CLAUDE.md linking to its AGENTS.md) once.
-        by_text = {s.digest or s.record.path: s for s in reversed(found)}
-        unique = [s for s in found if by_text[s.digest or s.record.path] is s]
-        records = [s.record for s in unique if s.record.path not in muted][:FILE_MAX_RECORDS]
+        records: list[DocumentRecord] = []
+        texts: set[str] = set()
+        for s in found:
+            # One text under two names (a nested CLAUDE.md linking to its AGENTS.md) once.
+            text_id = s.digest or s.record.path
+            if s.record.path not in muted and text_id not in texts:
+                texts.add(text_id)
+                records.append(s.record)
+        records = records[:FILE_MAX_RECORDS]
         hits = tuple(DocumentHit(r, 1.0, 0) for r in records)
         selection = Selection(
             hits, FILE_CAP_BYTES if hits else 0, 0.0, 0.0, "file" if hits else "no-scope"

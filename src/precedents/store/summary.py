@@ -6,9 +6,10 @@ without the CLI importing LanceDB) and the in-process fallback say the same.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any, Protocol
+
+from precedents.rules.scope import REQUESTED, Scope
 
 
 class Countable(Protocol):
@@ -54,13 +55,8 @@ def rules_by_format(rows: list[tuple[str, str, str]]) -> dict[str, Any]:
     formats: dict[str, dict[str, Any]] = {}
     files = []
     for path, project, scope_json in sorted(rows):
-        try:
-            scope = json.loads(scope_json) if scope_json else {}
-        except ValueError:
-            scope = {}
-        scope = scope if isinstance(scope, dict) else {}
-        fmt = str(scope.get("format") or "plain")
-        mode = str(scope.get("mode") or "requested")
+        scope = Scope.from_json(scope_json)
+        fmt, mode = scope.format or "plain", scope.mode or REQUESTED
         entry = formats.setdefault(fmt, {"files": 0, "modes": {}})
         entry["files"] += 1
         entry["modes"][mode] = entry["modes"].get(mode, 0) + 1
