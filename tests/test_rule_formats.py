@@ -231,3 +231,37 @@ def test_notes_and_adrs_name_files_folders_and_components() -> None:
 def test_an_absolute_path_in_a_note_names_the_file() -> None:
     scope = named_scope("edit /home/dev/shop/src/cart.py with care")
     assert scope.names("src/cart.py")
+
+
+def test_session_start_caps_the_always_rules_and_counts_the_rest() -> None:
+    from precedents.protocol import EVENT_SESSION, printed_bytes
+    from precedents.recall.start import (
+        RULES_CAP_BYTES,
+        SESSION_CAP_BYTES,
+        SESSION_MAX_RULES,
+        session_text,
+    )
+    from precedents.store.rows import DocumentRecord
+
+    rules = [
+        DocumentRecord("rule", "/r", f"/r/.cursor/rules/r{i:02d}.mdc", f"Rule {i}", "always do x")
+        for i in range(20)
+    ]
+    adrs = [
+        DocumentRecord("adr", "/r", f"/r/docs/adr/{i:04d}.md", f"Decision {i}", adr_id=f"{i:04d}")
+        for i in range(3)
+    ]
+    text, listed = session_text(rules, adrs)
+    assert text is not None and 0 < listed <= SESSION_MAX_RULES
+    lines = text.splitlines()
+    footer = lines.index(
+        f"… and {20 - listed} more rules that always apply (`precedents status` lists them)"
+    )
+    assert lines[0].startswith("Rules of this project that always apply")
+    assert footer == listed + 1 and lines[footer + 1].startswith("Live ADRs of this repository")
+    rules_part = "\n".join(lines[: footer + 1])
+    assert printed_bytes(rules_part, EVENT_SESSION) <= RULES_CAP_BYTES
+    assert printed_bytes(text, EVENT_SESSION) <= SESSION_CAP_BYTES
+    few, n = session_text(rules[:2], [])
+    assert n == 2 and few is not None and "more rules" not in few
+    assert session_text([], []) == (None, 0)
