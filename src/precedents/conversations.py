@@ -41,13 +41,17 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from precedents import markdown
 
-__all__ = ["TITLE_CHARS", "Conversation", "Exchange", "parse_conversation"]
+__all__ = ["TITLE_CHARS", "Conversation", "Exchange", "MaskTogether", "parse_conversation"]
+
+# Masks a conversation's stored texts as one, given the texts it only reads
+# (tool input and output): see precedents.secrets.mask_together.
+MaskTogether = Callable[[Sequence[str], Sequence[str]], list[str]]
 
 TITLE_CHARS = 80
 
@@ -66,6 +70,8 @@ _NOT_TYPED_PREFIXES = (
     "<user-prompt-submit-hook>",
     "[Request interrupted by user",
 )
+# Shorter strings (roles, block types, ids' ends) cannot hold a secret worth echoing.
+_MIN_CONTEXT = 5
 _INJECTED = re.compile(r"<(system-reminder|ide_[a-z_]+)>.*?</\1>", re.DOTALL)
 
 
@@ -197,17 +203,26 @@ def _title_of(line: dict[str, Any]) -> tuple[int, str] | None:
     return (rank, value) if isinstance(value, str) and value.strip() else None
 
 
-def parse_conversation(lines: Iterable[str | bytes], mask: Callable[[str], str]) -> Conversation:
+def parse_conversation(
+    lines: Iterable[str | bytes],
+    mask: Callable[[str], str],
+    *,
+    together: MaskTogether | None = None,
+) -> Conversation:
     """Parse every line of one transcript into a :class:`Conversation`. Never raises.
 
     ``mask`` is applied to each prompt, answer and title before anything is cut, so a
-    secret is never split in two unmasked halves. Malformed lines (undecodable, not
+    secret is never split in two unmasked halves. With ``together``
+    (:func:`precedents.secrets.mask_together`), the whole conversation is masked at
+    once instead: a secret found in any prompt, answer or title, or in any tool
+    input or output (read for that, never stored), is masked wherever it recurs,
+    as when the assistant repeats a pasted password. Malformed lines (undecodable, not
     JSON, not an object) are skipped and counted; blank lines are skipped silently.
     ``interactive`` is False as soon as any line has an ``entrypoint`` starting with
     ``sdk`` or ``promptSource: "sdk"`` (``claude -p``, the SDK); otherwise True,
     which covers ``entrypoint: "cli"`` and older files with no entrypoint at all.
     """
-    reader = _Reader(mask)
+    reader = _Reader(mask, together)
     for raw in lines:
         reader.feed(raw)
     return reader.finish()
@@ -222,7 +237,10 @@ class _Reader:
     """
 
     mask: Callable[[str], str]
+    together: MaskTogether | None = None
     exchanges: list[Exchange] = field(default_factory=list)
+    # Texts read only to find secrets in (tool input and output, commands).
+    context: list[str] = field(default_factory=list)
     current: _Open | None = None
     titles: dict[int, str] = field(default_factory=dict)  # rank -> last title of that kind
     session_id: str = ""
@@ -251,8 +269,11 @@ class _Reader:
         kind = line.get("type")
         if kind == "user":
             self._on_user(line, timestamp)
-        elif kind == "assistant" and self.current is not None:
-            self._on_assistant(line, self.current)
+        elif kind == "assistant":
+            if self.together is not None:
+                self._read_only(_tool_inputs(line))
+            if self.current is not None:
+                self._on_assistant(line, self.current)
 
     def _is_repeat(self, line: dict[str, Any]) -> bool:
         """A line written twice (same uuid) must not double an answer."""
@@ -288,6 +309,15 @@ class _Reader:
             self.close()
             if prompt:
                 self.current = _Open(prompt, timestamp)
+        if not prompt and self.together is not None:  # tool output, a slash command...
+            self._read_only(_strings(line.get("message")))
+
+    def _read_only(self, texts: Iterable[str]) -> None:
+        """Keep a line's texts to find secrets in, as one text: one scan per line,
+        not one per string (a tool result holds many), and one cache entry per line."""
+        joined = "\n".join(t for t in texts if len(t) >= _MIN_CONTEXT)
+        if joined:
+            self.context.append(joined)
 
     @staticmethod
     def _on_assistant(line: dict[str, Any], current: _Open) -> None:
@@ -298,16 +328,32 @@ class _Reader:
                 current.blocks.append(key[1])
 
     def close(self) -> None:
-        """End the open exchange, masking prompt and answer now that both are whole."""
+        """End the open exchange (masked by :meth:`finish`, once every text is known)."""
         if self.current is not None:
             current = self.current
-            answer = self.mask("\n\n".join(current.blocks)) if current.blocks else ""
-            self.exchanges.append(Exchange(self.mask(current.prompt), answer, current.timestamp))
+            answer = "\n\n".join(current.blocks)
+            self.exchanges.append(Exchange(current.prompt, answer, current.timestamp))
         self.current = None
 
+    def _masked(self) -> None:
+        """Mask every prompt, answer and title: one by one, or all together."""
+        title = self.titles[min(self.titles)] if self.titles else ""
+        texts = [title, *(t for e in self.exchanges for t in (e.prompt, e.answer))]
+        if self.together is not None:
+            masked = self.together(texts, self.context)
+        else:
+            masked = [self.mask(t) if t else t for t in texts]
+        if title:
+            self.titles = {0: masked[0]}
+        self.exchanges = [
+            Exchange(masked[1 + 2 * i], masked[2 + 2 * i], e.timestamp)
+            for i, e in enumerate(self.exchanges)
+        ]
+
     def finish(self) -> Conversation:
-        """Close the last exchange and name the conversation."""
+        """Close the last exchange, mask everything and name the conversation."""
         self.close()
+        self._masked()
         return Conversation(
             session_id=self.session_id,
             title=self._title(),
@@ -322,7 +368,7 @@ class _Reader:
     def _title(self) -> str:
         """The best title line (SPEC order), else the first prompt cut to TITLE_CHARS."""
         if self.titles:
-            return markdown.one_line(self.mask(self.titles[min(self.titles)]))
+            return markdown.one_line(self.titles[min(self.titles)])  # masked already
         if self.exchanges:
             # The prompt is already masked; cut after masking so no half secret survives.
             return markdown.one_line(self.exchanges[0].prompt)[:TITLE_CHARS].rstrip()
@@ -333,6 +379,29 @@ class _Reader:
         first = self.exchanges[0].timestamp if self.exchanges else ""
         stamp = first or self.first_timestamp
         return stamp[:10] if markdown.ISO_DATE.match(stamp) else ""
+
+
+def _strings(value: object) -> Iterator[str]:
+    """Every string inside a JSON value (a tool's input, a tool result's content)."""
+    if isinstance(value, str):
+        if value.strip():
+            yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def _tool_inputs(line: dict[str, Any]) -> Iterator[str]:
+    """The strings of an assistant line's tool calls (commands, file contents...)."""
+    message = line.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                yield from _strings(block.get("input"))
 
 
 def _str(value: object) -> str:

@@ -42,9 +42,11 @@ from precedents.rules.formats import classify, format_in_path
 from precedents.rules.scope import named_scope, rule_scope
 from precedents.runlock import WriterLock
 from precedents.second_model import load_second_model
-from precedents.secrets import mask_secrets
+from precedents.secret_names import shown_path, withheld_reason
+from precedents.secrets import mask_secrets, mask_together
 from precedents.sources import Problem, SourceFile, Walk
 from precedents.store import DocumentRecord, FileRecord, LazyStore, Store
+from precedents.withheld import record_withheld
 
 log = logging.getLogger("precedents.indexer")
 
@@ -54,7 +56,11 @@ EMBED_BATCH = 64
 # 2: Cursor-style front matter (`globs: **/*.ts`) read as Cursor reads it.
 # 3: documents not written in English also get multilingual vectors (store/second.py).
 # 4: every record gets its file scope (rules/scope.py): a rule's, the files a note names.
-CHUNKER_VERSION = "4"
+# 5: secrets masked by context (passphrases after "password is", connection strings,
+#    command lines) and, in conversations, wherever a value found once recurs; files
+#    whose path carries a secret withheld (issue #20). What older versions stored
+#    may hold those secrets in clear, so every kind is read again.
+CHUNKER_VERSION = "5"
 # The kinds each version's change touched: a store read by an older parser re-reads
 # only those (version 4 left conversations as they were: a heavy user's logs are
 # most of the embedding work, and none of it would change).
@@ -63,6 +69,7 @@ CHANGED_KINDS: dict[int, frozenset[Kind]] = {
     2: frozenset(KINDS),
     3: frozenset(KINDS),
     4: _DOCUMENTS,
+    5: frozenset(KINDS),
 }
 
 
@@ -238,12 +245,16 @@ class Indexer:
         known = self.store.files()
         present = {str(f.path) for f in walk.files}
         roots = [str(r) for r in walk.roots]
+        # Rows of a path that carries a secret go too, wherever they are: a
+        # store built before names were checked may hold some.
         gone = [
             p
             for p in known
-            if p not in present and any(p.startswith(r.rstrip("/") + "/") for r in roots)
+            if (p not in present and any(p.startswith(r.rstrip("/") + "/") for r in roots))
+            or withheld_reason(p) is not None
         ]
         report.files_deleted = self.store.delete_files(gone)
+        record_withheld(self.settings.cache_dir, [(w.path, w.reason) for w in walk.withheld], roots)
         if not known:
             # A new store: everything in it will be read by this parser, even if
             # this pass is interrupted and the next one goes on from there.
@@ -312,6 +323,14 @@ class Indexer:
         self, src: SourceFile, known: dict[str, FileRecord], report: IndexReport
     ) -> Prepared | None:
         path = str(src.path)
+        reason = withheld_reason(path)  # the watcher routes files without the walk
+        if reason is not None:
+            withheld = Problem(shown_path(path), reason)
+            report.problems.append(withheld)
+            record_withheld(self.settings.cache_dir, [(withheld.path, withheld.reason)])
+            if path in known:
+                report.files_deleted += self.store.delete_files([path])
+            return None
         data = self._read(src.path, src.kind, report)
         if data is None:
             if path in known:
@@ -393,7 +412,7 @@ class Indexer:
     def _conversation(
         self, src: SourceFile, data: bytes, report: IndexReport
     ) -> tuple[DocumentRecord | None, list[str]]:
-        conv = parse_conversation(data.splitlines(), mask_secrets)
+        conv = parse_conversation(data.splitlines(), mask_secrets, together=mask_together)
         report.bad_lines += conv.bad_lines
         if conv.bad_lines:
             report.problems.append(

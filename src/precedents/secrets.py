@@ -6,13 +6,17 @@ Detection has two layers:
   rules including gitleaks'/betterleaks'), which knows provider token formats;
 * local rules for what it misses or filters out on purpose: whole private
   key blocks (also truncated or JSON-escaped ones), ``user:PASSWORD@`` in
-  URLs, ``KEY=value`` / ``key: value`` assignments whose key names a password,
-  token or secret, ``Authorization:`` headers, and (in secrets_rules.py) vendor
-  token prefixes at any plausible length, a lone AWS key id, bare high-entropy
-  tokens and random values after a keyword (``and secret Zk9...``).
+  URLs, ``Authorization:`` headers, ``KEY=value`` / ``key: value``
+  assignments whose key names a password, token or secret (secrets_keys.py),
+  vendor token prefixes at any plausible length, a lone AWS key id, bare
+  high-entropy tokens and random values after a keyword (``and secret
+  Zk9...``, secrets_rules.py), and values found by their context whatever
+  they look like (``the admin password is Maple-Orbit-5521-q``, ``mysql -pX``,
+  ``Pwd=X;``: secrets_context.py).
 
 A value found once is then masked at every other whole-token occurrence in
-the same text (an assistant repeating a pasted key), and a span that ends
+the same text (an assistant repeating a pasted key); :func:`mask_together`
+does the same across the texts of one conversation (secrets_echo.py). A span that ends
 inside a run of letters and digits is widened to the whole run. If the native
 scanner cannot be loaded or fails on a text, local regexes for the main
 provider formats, JWTs and AWS secret keys are used instead, and a warning is
@@ -27,19 +31,25 @@ only ``Scanner.scan`` is used, never its ``Validator`` or ``Revoker``.
 from __future__ import annotations
 
 import bisect
+import hashlib
 import logging
 import re
 import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
+from precedents.secrets_context import context_spans
+from precedents.secrets_echo import echo_spans, echo_values
+from precedents.secrets_keys import assignment_spans
 from precedents.secrets_rules import aws_key_id_spans, plausible_token, repeat_spans, token_spans
 from precedents.secrets_rules import byte_to_char_offsets as _byte_to_char_offsets
 
 if TYPE_CHECKING:
     from kingfisher_sdk import Scanner
 
-__all__ = ["SecretSpan", "find_secrets", "mask_secrets"]
+__all__ = ["SecretSpan", "find_secrets", "mask_secrets", "mask_together"]
 
 _log = logging.getLogger("precedents.secrets")
 
@@ -79,47 +89,6 @@ _AUTH_HEADER_RE: Final = re.compile(
     r"(?i)\bauthorization[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token)\s+([A-Za-z0-9._~+/=-]{8,})"
 )
 
-# A key that names a secret: it must END with the keyword, so ``API_TOKEN``,
-# ``DB_PASSWORD`` and ``PGPASSWORD`` count but ``TOKEN_LIMIT``, ``MAX_TOKENS``
-# and ``GIT_ASKPASS`` do not. ``PWD`` is left out: it is the working directory.
-_KEY_ENDINGS: Final = (
-    *("password", "passwd", "passphrase", "secret", "token", "credential", "credentials"),
-    *("_pass", ".pass", "-pass", "_pw", "-pw", "secret_key_base"),
-    *(f"{word}{sep}key" for word in ("api", "access", "secret", "private") for sep in "_-"),
-    *("apikey", "accesskey", "privatekey"),
-)
-# The separator and the value; the key before it is checked in code. Starting
-# at the separator (a rare character) is much faster than trying a
-# case-insensitive keyword at every position of the text.
-_ASSIGNMENT_RE: Final = re.compile(
-    r"(?:=>|:=|\?=|=|:)[ \t]*"
-    # A double-quoted value, maybe JSON-escaped: the loop is unrolled (runs of
-    # plain characters between escapes), twice as fast on conversation logs.
-    r"(?:\\?\"(?P<dq>(?=[^\"\s\\]|\\[^\"\s])[^\"\s\\]*(?:\\[^\"\s][^\"\s\\]*)*)\\?\""
-    r"|'(?P<sq>[^'\s]+)'"
-    # An unquoted value must end cleanly, so calls and subscripts such as
-    # ``get_password()`` or ``os.environ["TOKEN"]`` never match.
-    r"|(?P<bare>[^\s'\"`;&,()\[\]{}<>\\]+)(?=[\s'\"`;&,)\]}\\]|$))"
-)
-# The key, read backwards from the separator: spaces, a closing quote (maybe
-# JSON-escaped), then the identifier.
-_KEY_BEFORE_RE: Final = re.compile(r"[ \t]*[\"']?\\?(?P<rkey>[\w.-]{1,100})")
-_LINE_START_RE: Final = re.compile(r"[ \t]*(?:(?:export|set|setenv|declare -x|ENV)[ \t]+)?")
-_PLACEHOLDER_RE: Final = re.compile(
-    r"\$\{?\w+\}?|\$\(.*\)|<[^>]*>|\{\{.*\}\}|%\w+%|[*xX.#_-]+|\d{1,5}"
-    r"|(?i:none|null|nil|true|false|undefined|required|optional|empty|redacted|secret|"
-    r"password|token)"
-    # Absolute or home-relative paths: ``SSH_PRIVATE_KEY=~/.ssh/id_ed25519``.
-    r"|~?/[\w./~-]*"
-)
-# Letters, dots and brackets only: in ``password: str`` or ``token = self.token``
-# the value is a type or a variable, not a secret.
-_CODE_WORD_RE: Final = re.compile(r"[A-Za-z_.\[\]|]+")
-# ...except a lower-case word alone after a YAML key (``password: hunter``),
-# unless it is a type name (``password: str``).
-_YAML_KEY_RE: Final = re.compile(r"[ \t]*(?:- )?[\"']?")
-_YAML_REST_RE: Final = re.compile(r"[ \t]*(?:#.*)?$", re.MULTILINE)
-_TYPE_NAMES: Final = frozenset({"str", "bytes", "int", "bool", "float", "dict", "list", "any"})
 
 # Provider token formats, used only when the native scanner is unavailable
 # (secrets_rules' vendor prefixes, always on, need a digit in the token).
@@ -148,75 +117,6 @@ _KIND_ALIASES: Final = {
 }
 
 
-def _assignment_kind(key: str) -> str:
-    key = key.lower()
-    if key.endswith(("token",)):
-        return "token"
-    if "key" in key[-12:]:
-        return "api-key" if "api" in key else "secret-key"
-    if key.endswith(("secret",)):
-        return "secret"
-    if key.endswith(("credential", "credentials")):
-        return "credential"
-    return "password"
-
-
-# The last three letters of every key ending: a cheap first test of the key
-# before a separator (most separators in a conversation log are JSON's).
-_KEY_TAILS: Final = tuple(sorted({ending[-3:] for ending in _KEY_ENDINGS}))
-
-
-def _assignment_spans(text: str) -> list[SecretSpan]:
-    spans: list[SecretSpan] = []
-    for m in _ASSIGNMENT_RE.finditer(text):
-        sep = m.start()
-        # The key's last characters sit before spaces, a quote and a backslash
-        # (stripping any run of those can only keep more keys than the check
-        # below, never fewer).
-        k = sep
-        while k > 0 and text[k - 1] in " \t\"'\\":
-            k -= 1
-        if not text[max(0, k - 6) : k].lower().endswith(_KEY_TAILS):
-            continue
-        before = _KEY_BEFORE_RE.match(text[max(0, sep - 110) : sep][::-1])
-        if before is None:
-            continue
-        key = before.group("rkey")[::-1]
-        if not key.lower().endswith(_KEY_ENDINGS):
-            continue
-        for group in ("dq", "sq", "bare"):
-            value = m.group(group)
-            if value is not None:
-                break
-        if value is None or len(value) < 3 or value.startswith("[MASKED:"):
-            continue
-        if _PLACEHOLDER_RE.fullmatch(value):
-            continue
-        if group == "bare":
-            key_start = sep - before.end()
-            line_start = text.rfind("\n", 0, key_start) + 1
-            # ``KEY=value`` on its own line (shell, .env, ``env`` output) is
-            # always a secret; elsewhere a bare word is more likely code.
-            env_style = (
-                before.end() == len(key)
-                and m.start(group) == sep + 1
-                and text[sep] == "="
-                and _LINE_START_RE.fullmatch(text, line_start, key_start) is not None
-            )
-            yaml_word = (
-                text[sep] == ":"
-                and value[0].islower()
-                and value.isalpha()
-                and value not in _TYPE_NAMES
-                and _YAML_KEY_RE.fullmatch(text, line_start, key_start) is not None
-                and _YAML_REST_RE.match(text, m.end(group)) is not None
-            )
-            if not (env_style or yaml_word) and _CODE_WORD_RE.fullmatch(value):
-                continue
-        spans.append(SecretSpan(m.start(group), m.end(group), _assignment_kind(key)))
-    return spans
-
-
 def _local_spans(text: str, data: bytes, *, fallback: bool) -> list[SecretSpan]:
     spans = [SecretSpan(m.start(), m.end(), "private-key") for m in _PRIVATE_KEY_RE.finditer(text)]
     spans += [
@@ -228,7 +128,8 @@ def _local_spans(text: str, data: bytes, *, fallback: bool) -> list[SecretSpan]:
     if "uthorization" in text or "UTHORIZATION" in text:
         spans += [SecretSpan(*m.span(1), "bearer-token") for m in _AUTH_HEADER_RE.finditer(text)]
     # Order matters at equal spans: a keyword's kind beats the others.
-    spans += _assignment_spans(text)
+    spans += [SecretSpan(*span) for span in assignment_spans(text)]
+    spans += [SecretSpan(*span) for span in context_spans(text)]
     spans += [SecretSpan(*span) for span in aws_key_id_spans(text)]
     spans += [SecretSpan(*span) for span in token_spans(text, data)]
     if fallback:
@@ -359,15 +260,17 @@ def _widen(spans: list[SecretSpan], text: str) -> list[SecretSpan]:
     return spans if widened is None else _merge(widened, text)
 
 
-def find_secrets(text: str) -> list[SecretSpan]:
+def find_secrets(text: str, *, native: bool = True) -> list[SecretSpan]:
     """Return the secrets in ``text`` as sorted, non-overlapping str-offset spans.
 
     Overlapping findings are merged into one span, named after the earliest
     (longest at a tie) of them. A value found once is reported at each of its
     whole-token occurrences in ``text``. Uses kingfisher plus the local rules; if
     kingfisher is unavailable or fails, the wider local rule set, with a
-    warning on the ``precedents.secrets`` logger. May raise only on a bug in
-    the local rules; :func:`mask_secrets` never raises.
+    warning on the ``precedents.secrets`` logger. ``native=False`` uses the
+    wider local rule set without loading kingfisher (0.25 s to build), for
+    callers that must answer at once (file names in ``status``). May raise
+    only on a bug in the local rules; :func:`mask_secrets` never raises.
     """
     if not text:
         return []
@@ -375,7 +278,7 @@ def find_secrets(text: str) -> list[SecretSpan]:
     hidden: list[SecretSpan] = []
     # Encoded once: kingfisher scans bytes, and so does the token-run scan.
     data = text.encode("utf-8", "surrogatepass")
-    scanner = _get_scanner()
+    scanner = _get_scanner() if native else None
     fallback = scanner is None
     if scanner is not None:
         try:
@@ -415,7 +318,7 @@ def _replace(text: str, spans: list[SecretSpan]) -> str:
 # characters, and what is left of the run may be a secret on its own.
 _MAX_PASSES: Final = 3
 _TOKEN_CHARS: Final = frozenset(_ASCII_ALNUM | set("+/_-"))
-# Characters that end an unquoted assignment value (see _ASSIGNMENT_RE).
+# Characters that end an unquoted assignment value (see secrets_keys._ASSIGNMENT_RE).
 _VALUE_ENDS: Final = frozenset(" \t\r\n\f\v'\"`;&,()[]{}<>\\")
 
 
@@ -432,29 +335,100 @@ def _needs_rescan(text: str, span: SecretSpan) -> bool:
     return before in _TOKEN_CHARS or after in _TOKEN_CHARS or after not in _VALUE_ENDS
 
 
-def mask_secrets(text: str) -> str:
+def _with_echoes(text: str, spans: list[SecretSpan], echoes: Mapping[str, str]) -> list[SecretSpan]:
+    extra = echo_spans(text, echoes)
+    if not extra:
+        return spans
+    return _widen(_merge(spans + [SecretSpan(*span) for span in extra], text), text)
+
+
+def _mask(
+    text: str, echoes: Mapping[str, str] | None, first: list[SecretSpan] | None = None
+) -> str:
+    for n in range(_MAX_PASSES):
+        spans = first if n == 0 and first is not None else find_secrets(text)
+        if echoes:
+            spans = _with_echoes(text, spans, echoes)
+        if not spans:
+            break
+        rescan = any(_needs_rescan(text, span) for span in spans)
+        text = _replace(text, spans)
+        if not rescan:
+            break  # each mask stands alone: a new pass would find nothing
+    return text
+
+
+def mask_secrets(text: str, echoes: Mapping[str, str] | None = None) -> str:
     """Return ``text`` with each secret replaced by ``[MASKED:<kind>]``.
 
     Everything outside the secrets is unchanged; for a URL password or a
     ``KEY=value`` assignment only the password or value is replaced. Masking a
     masked text changes nothing: when a mask splits a run of token characters
     or an unquoted value, the result is scanned again (at most twice) until no
-    new finding turns up. Never raises: if detection itself
+    new finding turns up. ``echoes`` (value -> kind) are values found
+    elsewhere (another text of the same conversation), masked wherever they
+    stand as a whole token here. Never raises: if detection itself
     fails, the whole text is replaced by ``[MASKED:unscannable]``, since
     storing it unmasked could leak a secret.
     """
     try:
         if not isinstance(text, str):  # defensive: callers may pass bytes
             text = bytes(text).decode("utf-8", "replace") if text else ""
-        for _ in range(_MAX_PASSES):
-            spans = find_secrets(text)
-            if not spans:
-                break
-            rescan = any(_needs_rescan(text, span) for span in spans)
-            text = _replace(text, spans)
-            if not rescan:
-                break  # each mask stands alone: a new pass would find nothing
-        return text
+        return _mask(text, echoes)
     except Exception as exc:
         _log.error("secret masking failed (%s); the whole text is masked", type(exc).__name__)
         return "[MASKED:unscannable]"
+
+
+# Values found in tool input and output, by a digest of the text: the watcher
+# parses a growing transcript again at each append, and its tool output (most
+# of the file) has not changed. Memory only, never written anywhere.
+_CONTEXT_CACHE_SIZE: Final = 20_000
+_context_cache: OrderedDict[bytes, dict[str, str]] = OrderedDict()
+_context_lock = threading.Lock()
+
+
+def _echo_candidates(text: str, spans: list[SecretSpan]) -> list[tuple[int, int, str]]:
+    """The values to look for elsewhere: each finding, and each context finding as
+    found (widening may have glued ``-pSECRET``'s ``p`` to a mysql password)."""
+    return [(s.start, s.end, s.kind) for s in spans] + (context_spans(text) if spans else [])
+
+
+def _context_values(text: str) -> dict[str, str]:
+    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    with _context_lock:
+        cached = _context_cache.get(key)
+        if cached is not None:
+            _context_cache.move_to_end(key)
+            return cached
+    values: dict[str, str] = {}
+    echo_values(text, _echo_candidates(text, find_secrets(text)), values)
+    with _context_lock:
+        _context_cache[key] = values
+        while len(_context_cache) > _CONTEXT_CACHE_SIZE:
+            _context_cache.popitem(last=False)
+    return values
+
+
+def mask_together(texts: Sequence[str], context: Iterable[str] = ()) -> list[str]:
+    """Mask ``texts`` (one conversation's prompts, answers and title) as one.
+
+    A value found in any of them, or in ``context`` (its tool input and
+    output: scanned for values, never returned), is masked wherever it
+    recurs as a whole token in any text, before its first masked occurrence
+    too: the assistant repeating a pasted password, a key read by a tool and
+    quoted in the answer. Never raises: if detection fails, every text is
+    replaced by ``[MASKED:unscannable]``.
+    """
+    try:
+        found = [find_secrets(text) for text in texts]
+        values: dict[str, str] = {}
+        for text, spans in zip(texts, found, strict=True):
+            echo_values(text, _echo_candidates(text, spans), values)
+        for extra in context:
+            for value, kind in _context_values(extra).items():
+                values.setdefault(value, kind)
+        return [_mask(text, values, spans) for text, spans in zip(texts, found, strict=True)]
+    except Exception as exc:
+        _log.error("secret masking failed (%s); the whole text is masked", type(exc).__name__)
+        return ["[MASKED:unscannable]" for _ in texts]

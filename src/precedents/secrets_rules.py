@@ -32,6 +32,7 @@ __all__ = [
     "looks_random",
     "plausible_token",
     "repeat_spans",
+    "repeatable",
     "shannon_entropy",
     "token_spans",
 ]
@@ -412,7 +413,7 @@ _LETTER_RE: Final = re.compile(r"[^\W\d_]")
 _IDENTIFIER_RE: Final = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*", re.A)
 
 
-def _repeatable(value: str) -> bool:
+def repeatable(value: str) -> bool:
     """A value distinctive enough to mask wherever it appears in the text.
 
     It needs a letter and a digit (or 16+ characters), and must be neither a
@@ -447,7 +448,7 @@ def repeat_spans(text: str, spans: list[Span]) -> list[Span]:
     known = {start for start, _, _ in spans}
     for start, end, kind in spans:
         value = text[start:end]
-        if value not in values and _repeatable(value):
+        if value not in values and repeatable(value):
             values[value] = kind
     if not values:
         return []

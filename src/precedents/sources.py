@@ -3,6 +3,9 @@
 The walk lives here so the watcher and ``reindex`` share it. It never raises for
 a bad folder or file: every problem (permission denied, symlink loop, a file
 that vanished) becomes a :class:`Problem` in the result and the rest goes on.
+A file whose path carries a secret (``memory/token-hf_….md``, a key in a
+folder name) is withheld: never indexed, and named only masked
+(:mod:`precedents.secret_names`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from precedents.errors import UsageError
 from precedents.kinds import SHARED_PROJECT, Kind
 from precedents.paths import git_root
 from precedents.rules import formats as rule_formats
+from precedents.secret_names import FOLDER_REASON, masked_path, shown_path, withheld_reason
 
 log = logging.getLogger("precedents.sources")
 
@@ -103,11 +107,21 @@ class Problem:
 
 @dataclass
 class Walk:
-    """The files found under some sources, and what went wrong on the way."""
+    """The files found under some sources, and what went wrong on the way.
+
+    ``withheld`` are the files (or source folders) left out because their
+    path carries a secret, masked; they are in ``problems`` too.
+    """
 
     files: list[SourceFile] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     roots: list[Path] = field(default_factory=list)
+    withheld: list[Problem] = field(default_factory=list)
+
+    def withhold(self, problem: Problem) -> None:
+        """Leave a file out for the secret in its path (``problem.path`` is masked)."""
+        self.withheld.append(problem)
+        self.problems.append(problem)
 
 
 # -- projects ---------------------------------------------------------------------
@@ -274,16 +288,32 @@ def _repo_adr_dirs(repos: Iterable[Path]) -> list[Path]:
 
 
 def walk(sources: Iterable[SourceDir]) -> Walk:
-    """List the files of every source; unreadable folders and loops become problems."""
+    """List the files of every source; unreadable folders and loops become problems.
+
+    A source folder or file whose path carries a secret is withheld (see
+    :class:`Walk`), and every path in a problem is shown masked.
+    """
     result = Walk()
     seen: set[Path] = set()
+    problems: list[Problem] = []
     for src in sources:
+        # Its rows (from a store built before names were checked) must still go.
         result.roots.append(src.root)
-        for path in _walk_dir(src, result.problems):
+        root = masked_path(src.root)
+        if root is not None:
+            result.withhold(Problem(root, FOLDER_REASON))
+            continue
+        for path in _walk_dir(src, problems):
             if path in seen:
                 continue
             seen.add(path)
+            reason = withheld_reason(path)
+            if reason is not None:
+                result.withhold(Problem(shown_path(path), reason))
+                continue
             result.files.append(SourceFile(path, src.kind, src.project, src.root))
+    # A folder that cannot be listed may be the one whose name carries a secret.
+    result.problems += [Problem(shown_path(p.path), p.reason) for p in problems]
     return result
 
 

@@ -25,6 +25,7 @@ from precedents.adr_graph.parse import parse_bytes, unreadable
 from precedents.adr_graph.status import Decision, decide
 from precedents.errors import UsageError
 from precedents.paths import git_root
+from precedents.secret_names import masked_path
 
 ADR_SUFFIXES = (".md", ".markdown")
 # Folders that hold no decisions but can be huge.
@@ -190,7 +191,10 @@ def iter_files(folder: Path) -> list[str]:
         rel_root = Path(root).relative_to(folder).as_posix()
         for name in files:
             if name.lower().endswith(ADR_SUFFIXES) and not name.startswith("."):
-                out.append(name if rel_root == "." else f"{rel_root}/{name}")
+                rel = name if rel_root == "." else f"{rel_root}/{name}"
+                # A name that carries a secret is never read, cached or shown (issue #20).
+                if masked_path(rel) is None:
+                    out.append(rel)
     return sorted(out)
 
 

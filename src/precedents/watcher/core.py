@@ -38,6 +38,7 @@ from precedents.config import Settings
 from precedents.embedding import Embedder
 from precedents.errors import PrecedentsError, UsageError
 from precedents.indexer import Indexer, IndexReport, lazy_store
+from precedents.secret_names import shown_path
 from precedents.secrets import mask_secrets
 from precedents.sources import SourceDir, SourceFile, Sources, configured_sources, walk
 from precedents.store import Store
@@ -91,7 +92,8 @@ def _listing(label: str, paths: Sequence[str]) -> str:
     if not paths:
         return ""
     more = f" and {len(paths) - _LOGGED_PATHS} more" if len(paths) > _LOGGED_PATHS else ""
-    return f"{label}: {', '.join(paths[:_LOGGED_PATHS])}{more}"
+    # A path that carries a secret is logged masked (it is never indexed either).
+    return f"{label}: {', '.join(shown_path(p) for p in paths[:_LOGGED_PATHS])}{more}"
 
 
 class Watcher:
@@ -265,7 +267,8 @@ class Watcher:
                 self._drop_under(str(src.root))
         if fresh:
             log.info(
-                "new or re-appeared source folder(s): %s", ", ".join(str(s.root) for s in fresh)
+                "new or re-appeared source folder(s): %s",
+                ", ".join(shown_path(s.root) for s in fresh),
             )
             self._reconcile(fresh)
 
@@ -276,7 +279,7 @@ class Watcher:
             removed = self._indexer.remove_paths(gone) if gone else 0
         if gone:
             self.stats.files_removed += removed
-            log.info("removed %d file(s) of vanished folder %s", removed, root)
+            log.info("removed %d file(s) of vanished folder %s", removed, shown_path(root))
 
     # -- events (observer thread) ------------------------------------------------
 
@@ -362,7 +365,7 @@ class Watcher:
         # Only our own errors' messages are logged: another library's message could
         # quote the text it choked on. The frames (code, not data) go to DEBUG.
         reason = str(exc) if isinstance(exc, PrecedentsError) else type(exc).__name__
-        log.error("indexing %s failed: %s", what, reason)
+        log.error("indexing %s failed: %s", shown_path(what), reason)
         log.debug("".join(traceback.format_tb(exc.__traceback__)))
 
     def _reconcile(self, sources: Sequence[SourceDir]) -> None:
