@@ -1,10 +1,15 @@
 """Small named exceptions, raised by the library and translated at the boundaries.
 
 The CLI turns :class:`UsageError` into exit code 2 and every other
-:class:`PrecedentsError` into exit code 1, each as a one-line message.
+:class:`PrecedentsError` into exit code 1, each as a one-line message; an
+``OSError`` that reaches it (a full disk above all: :class:`DiskFull`,
+:func:`is_disk_full`) is one line and exit 1 too.
 """
 
 from __future__ import annotations
+
+import errno
+import os
 
 
 class PrecedentsError(Exception):
@@ -33,3 +38,41 @@ class StoreError(PrecedentsError):
 
 class ModelMismatch(StoreError):
     """The store was built with another model; a full re-embed is needed."""
+
+
+class DiskFull(PrecedentsError):
+    """A write failed because the disk holding it (or the user's quota) is full."""
+
+
+def is_disk_full(exc: BaseException | None) -> bool:
+    """Whether ``exc``, or an exception it was raised from, is a full disk or quota.
+
+    LanceDB reports it as text inside a RuntimeError/OSError of its own, so the
+    message is looked at too.
+    """
+    seen = 0
+    while exc is not None and seen < 10:
+        if isinstance(exc, DiskFull):
+            return True
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        text = str(exc)
+        if "No space left on device" in text or "Disk quota exceeded" in text:
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False
+
+
+def disk_full(
+    exc: BaseException, where: object = None, then: str = "free some space and try again"
+) -> DiskFull:
+    """The one-line :class:`DiskFull` for a write that failed on a full disk: where
+    (``where``, else the file the error names), and what to do next."""
+    if isinstance(exc, DiskFull):
+        return exc
+    if where is None:
+        named = getattr(exc, "filename", None)
+        where = os.path.dirname(str(named)) or named if named else None
+    place = f"the disk holding {where}" if where else "the disk"
+    return DiskFull(f"{place} is full; {then} (nothing stored before was lost)")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from precedents.errors import UsageError
+from precedents.errors import UsageError, disk_full, is_disk_full
 from precedents.markdown import one_line
 from precedents.secrets import mask_secrets
 from precedents.sources import claude_folder_matches, encode_project_path
@@ -77,8 +77,16 @@ def write_note(folder: Path, text: str, title: str | None = None) -> Path:
         path = _free_path(folder, name)
         # O_EXCL: two notes saved at once never overwrite each other.
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(f"---\n{front}---\n\n{body}\n")
+        created = path
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(f"---\n{front}---\n\n{body}\n")
+        except OSError:
+            # Ours alone (O_EXCL): a half-written note must not stay to be indexed.
+            created.unlink(missing_ok=True)
+            raise
     except OSError as exc:
+        if is_disk_full(exc):
+            raise disk_full(exc, folder, "free some space and save the note again") from None
         raise UsageError(f"{folder}: cannot write the note ({exc.strerror})") from None
     return path

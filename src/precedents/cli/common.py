@@ -2,8 +2,11 @@
 
 The error boundary is the only place where library errors become exit codes:
 one line on stderr, exit 2 for a user's mistake (:class:`UsageError`), 1 for
-other failures, 130 on Ctrl-C; never a traceback. Every command is attached
-through :func:`add_commands`, so none can bypass it.
+other failures, 130 on Ctrl-C; never a traceback. An ``OSError`` that no
+layer below translated is one line and exit 1 as well; a full disk, whatever
+layer reports it (LanceDB says so in a RuntimeError's text), is always the
+same :class:`DiskFull` line (issue #20). Every command is attached through
+:func:`add_commands`, so none can bypass it.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
-from precedents.errors import PrecedentsError, UsageError
+from precedents.errors import PrecedentsError, UsageError, disk_full, is_disk_full
 from precedents.sources import Sources
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -73,8 +76,28 @@ def errors(fn: F) -> F:
             fail(str(exc), 1)
         except KeyboardInterrupt:
             fail("interrupted", 130)
+        except OSError as exc:
+            fail(_full_disk_line(exc) if is_disk_full(exc) else _os_line(exc), 1)
+        except (RuntimeError, ValueError) as exc:
+            if not is_disk_full(exc):
+                raise  # a bug: its traceback is what finds it
+            fail(_full_disk_line(exc), 1)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _full_disk_line(exc: BaseException) -> str:
+    from precedents.config import state_dir
+
+    where = None if getattr(exc, "filename", None) else state_dir(create=False)
+    return str(disk_full(exc, where, "free some space and run the command again"))
+
+
+def _os_line(exc: OSError) -> str:
+    """An OS error as one line: what failed, and on which file when it says."""
+    what = exc.strerror or type(exc).__name__
+    files = [str(f) for f in (exc.filename, exc.filename2) if f is not None]
+    return f"{what}: {' -> '.join(files)}" if files else what
 
 
 def add_commands(app: typer.Typer, commands: Mapping[str, Callable[..., Any]]) -> None:

@@ -9,7 +9,13 @@ fails must never block the conversation.
 - Prompts shorter than 8 characters are not sent; longer than
   :data:`~precedents.protocol.MAX_PROMPT_CHARS`, only their start is.
 - A daemon that is down is started in the background (detached, output to
-  nowhere) and this message gets nothing.
+  nowhere) and this message gets nothing. A daemon start is tried at most once
+  a minute, except after one that failed on a full disk (it clears the
+  stamp): then as soon as the disk has room again.
+- Stdin is read within the hook's budget (issue #20): a JSON object that has
+  arrived is used without waiting for the end of input; a stdin never closed
+  and never complete is given up at the budget (``stdin-timeout``), and one over
+  :data:`MAX_STDIN_BYTES` is not read on (``bad-input``). Nothing is printed.
 - The prompt is never written anywhere: ``logs/hook.log`` gets exactly one
   line per call, with the outcome, byte count and timing only. (The line is
   written by hand: importing :mod:`logging` would cost the hook milliseconds
@@ -53,6 +59,14 @@ SPAWN_STAMP = "daemon.spawned"
 RESPAWN_S = 60.0
 # A longer "cwd" in the stdin JSON is no path (PATH_MAX is 4,096 on Linux): use our own.
 MAX_PATH_CHARS = 4096
+# Stdin past this is no hook input (a 5 MB prompt is fine); reading on would only cost memory.
+MAX_STDIN_BYTES = 64 * 1024 * 1024
+# However late the hook started, stdin gets at least this long: Claude Code writes it at
+# once, but a large one comes in pipe-sized pieces that each need its writer to run.
+STDIN_GRACE_S = 0.1
+# The run folder's disk must have this much room before a daemon is started again (a
+# daemon start needs a pid file and log lines; on a full disk it would only die again).
+MIN_FREE_BYTES = 1024 * 1024
 
 _STARTED = time.perf_counter()
 
@@ -92,12 +106,38 @@ def _daemon_alive(run: str) -> bool:
         return False
 
 
+def _disk_full(folder: str) -> bool:
+    """Whether the disk holding ``folder`` has less than :data:`MIN_FREE_BYTES` left."""
+    statvfs = getattr(os, "statvfs", None)
+    if statvfs is None:
+        return False  # Windows: no cheap probe; the stamp alone paces the starts
+    try:
+        st = statvfs(folder)
+    except OSError:
+        return False
+    return bool(st.f_bavail * st.f_frsize < MIN_FREE_BYTES)
+
+
+def allow_respawn(home: str) -> None:
+    """Let the next hook start a daemon at once (a daemon that died of a full disk calls this).
+
+    Dates the stamp back rather than removing it or writing to it: changing a
+    file's times needs no room on the disk. The hook then waits for room
+    (:func:`_disk_full`), not for :data:`RESPAWN_S`.
+    """
+    try:  # noqa: SIM105 - contextlib would be one more import on every hook call
+        os.utime(os.path.join(home, "run", SPAWN_STAMP), (0, 0))
+    except OSError:
+        pass  # no stamp: nothing holds the next start back
+
+
 def _may_spawn(run: str) -> bool:
     """At most one daemon start per :data:`RESPAWN_S`: no crash loop.
 
     A daemon that cannot start (a model that is not installed, a broken
     config) exits; without this stamp every message would start another one
-    and burn seconds of CPU loading torch each time.
+    and burn seconds of CPU loading torch each time. A full disk starts none
+    (it would die at once), whatever the stamp says.
     """
     stamp = os.path.join(run, SPAWN_STAMP)
     try:
@@ -105,6 +145,8 @@ def _may_spawn(run: str) -> bool:
             return False
     except OSError:
         pass
+    if _disk_full(run if os.path.isdir(run) else os.path.dirname(run)):
+        return False
     try:
         os.makedirs(run, mode=0o700, exist_ok=True)
         os.close(os.open(stamp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
@@ -162,7 +204,77 @@ def _parse_args(argv: list[str]) -> tuple[str, float | None]:
     return mode, budget
 
 
-def run(argv: list[str], stdin: bytes) -> str | None:
+def read_stdin(deadline: float) -> tuple[bytes, str]:
+    """Stdin, read until its end, or until a whole JSON object has come, or until
+    ``deadline`` (a :func:`time.perf_counter` time): (the bytes, "" or why they are
+    not the input: ``stdin-timeout``, ``bad-input`` for over :data:`MAX_STDIN_BYTES`)."""
+    stream = sys.stdin
+    if stream is None:
+        return b"", ""
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError):
+        return stream.buffer.read(MAX_STDIN_BYTES + 1), ""  # not a file: it cannot hang
+    if os.name == "nt":
+        return _read_stdin_thread(stream, deadline)
+    import select
+
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        try:
+            ready, _, _ = select.select([fd], [], [], max(deadline - time.perf_counter(), 0))
+        except (OSError, ValueError):
+            ready = [fd]  # select cannot watch it (a closed or odd fd): read and see
+        if not ready:
+            return b"".join(chunks), "stdin-timeout"
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            return b"".join(chunks), ""
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > MAX_STDIN_BYTES:
+            return b"", "bad-input"
+        # The object may be whole while stdin stays open: only then is it parsed early.
+        if chunk.rstrip().endswith(b"}") and _whole_object(b"".join(chunks)):
+            return b"".join(chunks), ""
+
+
+def _whole_object(data: bytes) -> bool:
+    try:
+        return isinstance(loads(data.decode("utf-8")), dict)
+    except ValueError:
+        return False
+
+
+def _read_stdin_thread(stream: object, deadline: float) -> tuple[bytes, str]:
+    """Windows, where select() cannot watch a pipe: read on a thread, wait till ``deadline``."""
+    import threading
+
+    got: list[bytes] = []
+    reader = threading.Thread(
+        target=lambda: got.append(stream.buffer.read(MAX_STDIN_BYTES + 1)),  # type: ignore[attr-defined]
+        daemon=True,
+    )
+    reader.start()
+    reader.join(max(deadline - time.perf_counter(), 0))
+    if not got:
+        return b"", "stdin-timeout"
+    return (b"", "bad-input") if len(got[0]) > MAX_STDIN_BYTES else (got[0], "")
+
+
+def stdin_deadline(argv: list[str]) -> float:
+    """When stdin must have come: the hook's budget from its start, or a short grace
+    from now when start-up alone used the budget."""
+    mode, budget_ms = _parse_args(argv)
+    budget = (budget_ms or SESSION_BUDGET_MS) / 1000 if mode == "session" else _budget(budget_ms)
+    return max(_STARTED + budget, time.perf_counter() + STDIN_GRACE_S)
+
+
+def run(argv: list[str], stdin: bytes, stdin_problem: str = "") -> str | None:
     """The hook's work without the process around it: the line to print, or None.
 
     Whatever happens, exactly one line goes to ``logs/hook.log``: an outcome,
@@ -175,6 +287,9 @@ def run(argv: list[str], stdin: bytes) -> str | None:
     home = default_home()
     fields: dict[str, object] = {"event": mode, "outcome": "error"}
     try:
+        if stdin_problem:
+            fields["outcome"] = stdin_problem
+            return None
         return _call(home, mode, budget_ms, stdin, fields)
     except Exception as exc:
         fields.update(outcome="error", error=type(exc).__name__)
@@ -299,8 +414,9 @@ def _call(
 def main(argv: list[str] | None = None) -> int:
     """Entry point: read stdin, print the hook JSON or nothing, exit 0 whatever happens."""
     try:
-        stdin = sys.stdin.buffer.read() if sys.stdin is not None else b""
-        line = run(sys.argv[1:] if argv is None else argv, stdin)
+        args = sys.argv[1:] if argv is None else argv
+        stdin, problem = read_stdin(stdin_deadline(args))
+        line = run(args, stdin, problem)
         if line is not None:
             out = sys.stdout.buffer
             out.write(line.encode("utf-8") + b"\n")

@@ -11,7 +11,7 @@ import sys
 
 
 def main() -> int:
-    """Serve until idle; 0 when another daemon already runs, 1 on an error."""
+    """Serve until idle; 0 when another daemon already runs, 1 on an error (one line on stderr)."""
     from precedents.config import load_settings, private_umask
     from precedents.errors import PrecedentsError
     from precedents.query_daemon.server import DaemonRunning, configure_logging, serve
@@ -20,11 +20,14 @@ def main() -> int:
     try:
         settings = load_settings()
         configure_logging(settings)
-        serve(settings)
+        reason = serve(settings)
     except DaemonRunning:
         return 0
-    except PrecedentsError as exc:
+    except PrecedentsError as exc:  # a full disk included (DiskFull): one line
         print(f"precedents: {exc}", file=sys.stderr)
+        return 1
+    if reason.startswith("error"):
+        print(f"precedents: daemon stopped: {reason.removeprefix('error: ')}", file=sys.stderr)
         return 1
     return 0
 

@@ -18,6 +18,13 @@ stdout: empty, or a JSON object such as
 - Bad requests get a 4xx and no traceback: another path (404), another method
   (405), no length (411), over :data:`MAX_BODY_BYTES` (413, the body unread),
   not a JSON object (400). The prompt is never logged.
+- No local user can starve it (issue #20): any process may connect to
+  127.0.0.1, so a connection counts against :data:`MAX_CONNECTIONS` only once
+  it has sent a whole request head with the token. Until then it is *pending*:
+  it must complete its head within :data:`HEAD_DEADLINE_S` of being accepted
+  (a total, not per read: a byte-a-second slowloris is cut too), and when more
+  than :data:`MAX_PENDING` are pending the oldest is dropped to make room, so
+  a newcomer (the owner's hook, whose head arrives in one write) is always read.
 - :meth:`HttpListener.stop` closes the listening socket (the port is free when
   it returns) and every open connection.
 """
@@ -31,6 +38,7 @@ import os
 import secrets
 import socket
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -49,9 +57,19 @@ TOKEN_HEADER = "X-Precedents-Token"
 TOKEN_ENV = "PRECEDENTS_HTTP_TOKEN"
 SECRET_NAME = "http.secret"
 MAX_BODY_BYTES = 5 * 1024 * 1024
-# An idle keep-alive connection is closed after this long.
+# An idle keep-alive connection (the owner's, past its first request) is closed after this long.
 CONNECTION_TIMEOUT_S = 10.0
+# Connections that have shown the token: the owner's alone.
 MAX_CONNECTIONS = 64
+# A connection must have sent its whole first request head (with the token)
+# this long after it was accepted. Claude Code sends it in one write; a busy
+# 2-core box still reads it within milliseconds.
+HEAD_DEADLINE_S = 2.0
+# Connections still to show the token; past this, the oldest is dropped. Each
+# holds a thread until then (~256 threads), well under a default 1,024 open files.
+MAX_PENDING = 256
+# At most one log line about dropped connections this often (an attacker must not fill the log).
+DROP_LOG_S = 60.0
 MAX_PATH_CHARS = 4096
 # The hook event an answer is printed for, by the daemon op that made it.
 EVENT_OF_OP = {
@@ -112,14 +130,81 @@ class _Server(ThreadingHTTPServer):
     allow_reuse_address = True
     # socketserver's default backlog is 5: the 6th of 10 simultaneous connects
     # had its SYN dropped and waited out the client's 1 s retransmit (measured).
-    request_queue_size = 64
+    # Room for a crowd of unauthenticated connects too, ahead of the owner's.
+    request_queue_size = 256
 
     def __init__(self, port: int, secret: str, dispatch: Dispatch) -> None:
         self.secret = secret.encode("ascii")
         self.dispatch = dispatch
-        self.connections: set[socket.socket] = set()
+        # Accepted, token not yet shown: connection -> when it was accepted (oldest first).
+        self.pending: dict[socket.socket, float] = {}
+        # Token shown: these alone count against MAX_CONNECTIONS.
+        self.trusted: set[socket.socket] = set()
         self.guard = threading.Lock()
+        self.dropped = 0
+        self._drop_logged = 0.0
         super().__init__((HOST, port), _Handler)
+
+    def arrived(self, conn: socket.socket) -> None:
+        """A new connection: pending until it shows the token; the oldest pending makes room."""
+        with self.guard:
+            self.pending[conn] = time.monotonic()
+            evicted = []
+            while len(self.pending) > MAX_PENDING:
+                oldest = next(iter(self.pending))
+                del self.pending[oldest]
+                evicted.append(oldest)
+        self._drop(evicted)
+
+    def admit(self, conn: socket.socket) -> bool:
+        """The token was shown: count ``conn`` as the owner's; False when it cannot be served."""
+        with self.guard:
+            if conn in self.trusted:
+                return True
+            if self.pending.pop(conn, None) is None:
+                return False  # dropped while its head was read
+            if len(self.trusted) >= MAX_CONNECTIONS:
+                return False
+            self.trusted.add(conn)
+            return True
+
+    def left(self, conn: socket.socket) -> None:
+        with self.guard:
+            self.pending.pop(conn, None)
+            self.trusted.discard(conn)
+
+    def service_actions(self) -> None:
+        """Each turn of the accept loop (at least every poll interval): cut pending
+        connections past their head deadline."""
+        cutoff = time.monotonic() - HEAD_DEADLINE_S
+        with self.guard:
+            late = [conn for conn, since in self.pending.items() if since < cutoff]
+            for conn in late:
+                del self.pending[conn]
+        self._drop(late)
+
+    def _drop(self, conns: list[socket.socket]) -> None:
+        if not conns:
+            return
+        for conn in conns:
+            # The handler's thread, blocked reading, sees the end of the stream and exits.
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        self.dropped += len(conns)
+        now = time.monotonic()
+        if now - self._drop_logged >= DROP_LOG_S:
+            self._drop_logged = now
+            log.warning(
+                "http: dropped %d connection(s) that sent no authorized request within %.0fs "
+                "(%d in all so far)",
+                len(conns),
+                HEAD_DEADLINE_S,
+                self.dropped,
+            )
+
+    def open_connections(self) -> list[socket.socket]:
+        with self.guard:
+            return [*self.pending, *self.trusted]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -134,19 +219,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
-        with self.server.guard:
-            self.server.connections.add(self.connection)
-            crowded = len(self.server.connections) > MAX_CONNECTIONS
-        if crowded:
-            self.close_connection = True
-            with contextlib.suppress(OSError):
-                self.connection.shutdown(socket.SHUT_RDWR)
+        self.server.arrived(self.connection)
 
     def finish(self) -> None:
         with contextlib.suppress(OSError):
             super().finish()
-        with self.server.guard:
-            self.server.connections.discard(self.connection)
+        self.server.left(self.connection)
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # answers are logged by the dispatch; the request line is not
@@ -186,6 +264,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._host_ok() or not self._authorized():
             log.warning("http: refused a request (wrong or missing %s, or Host)", TOKEN_HEADER)
             self._refuse(403, "forbidden")
+            return
+        if not self.server.admit(self.connection):
+            self._refuse(503, "busy")
             return
         if self.headers.get("Transfer-Encoding"):
             self._refuse(411, "length required")
@@ -260,9 +341,7 @@ class HttpListener:
             self._thread.join(5)
             self._thread = None
         self._server.server_close()
-        with self._server.guard:
-            open_now = list(self._server.connections)
-        for conn in open_now:
+        for conn in self._server.open_connections():
             with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
 

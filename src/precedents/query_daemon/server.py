@@ -19,6 +19,12 @@ Lifecycle:
 - Exits after ``idle_timeout_s`` without a question, counted from when it is
   ready (a slow model load is not idleness), on SIGTERM/SIGINT/SIGHUP, or on
   an error, and always removes its socket and pid file on the way out.
+- A full disk (issue #20) at start or while loading is one :class:`DiskFull`
+  line, never a traceback: the log gets it if it has room; an empty
+  ``run/daemon.disk-full`` mark (a name, no data: it fits where a line does
+  not) has the next daemon log that it happened; and the hook's spawn stamp is
+  dated back, so that the hook starts a daemon as soon as there is room again,
+  not a minute later. A log line that cannot be written is dropped silently.
 
 Transport: a UNIX socket in the 0700 ``run/`` folder; on Windows TCP on
 127.0.0.1 with a shared secret in a user-only file and an HMAC answer tag
@@ -45,8 +51,8 @@ from pathlib import Path
 from typing import Any
 
 from precedents import protocol, runlock
-from precedents.config import Settings, ensure_private_dir
-from precedents.errors import PrecedentsError, UsageError
+from precedents.config import Settings
+from precedents.errors import DiskFull, PrecedentsError, UsageError, is_disk_full
 from precedents.protocol import (
     DAEMON_ROLE,
     PORT_NAME,
@@ -54,6 +60,8 @@ from precedents.protocol import (
     SECRET_NAME,
     SOCKET_NAME,
 )
+from precedents.query_daemon.logs import configure_logging as configure_logging  # entry points
+from precedents.query_daemon.logs import note_disk_full, note_earlier_disk_full
 from precedents.query_daemon.ops import Answers
 
 log = logging.getLogger("precedents.daemon")
@@ -328,8 +336,25 @@ class Daemon(Answers):
     # -- running -----------------------------------------------------------------
 
     def serve(self, ready: threading.Event | None = None) -> str:
-        """Run until idle, signalled or stopped; returns why it stopped."""
+        """Run until idle, signalled or stopped; returns why it stopped.
+
+        Raises :class:`DiskFull` (one line) when the disk is full at start.
+        """
+        try:
+            return self._serve(ready)
+        except (OSError, RuntimeError) as exc:
+            if not is_disk_full(exc):
+                raise
+            raise self._disk_full(exc) from None
+
+    def _disk_full(self, exc: BaseException) -> DiskFull:
+        full = note_disk_full(self.settings, exc)
+        self.stop_reason = f"error: {full}"
+        return full
+
+    def _serve(self, ready: threading.Event | None) -> str:
         self._claim()
+        note_earlier_disk_full(self.run)
         try:
             self._bind()
             self._start_http()
@@ -345,7 +370,9 @@ class Daemon(Answers):
             finally:
                 pool.shutdown(wait=False, cancel_futures=True)
         except BaseException as exc:
-            self.stop_reason = self.stop_reason or f"error: {exc!r}"
+            self.stop_reason = self.stop_reason or (
+                "error: disk full" if is_disk_full(exc) else f"error: {exc!r}"
+            )
             raise
         finally:
             self._cleanup()
@@ -363,11 +390,15 @@ class Daemon(Answers):
                 # store while the model loads here, so LanceDB (~130 MiB) is never
                 # resident in the daemon (recall/exported.py).
                 recall = Recall(self.settings, batch=True, exported=True)
-        except PrecedentsError as exc:
-            log.error("cannot serve: %s", exc)
-            self.stop(f"error: {exc}")
-            return
-        except Exception as exc:  # any load failure must end the daemon, not hang it
+        except Exception as exc:
+            if is_disk_full(exc):
+                self._disk_full(exc)
+                self.stop()
+                return
+            if isinstance(exc, PrecedentsError):
+                log.error("cannot serve: %s", exc)
+                self.stop(f"error: {exc}")
+                return
             log.exception("loading the model or index failed")
             self.stop(f"error: {exc!r}")
             return
@@ -488,17 +519,3 @@ def serve(
 ) -> str:
     """Run the daemon in this process until it stops; returns why it stopped."""
     return Daemon(settings, idle_timeout_s=idle_timeout_s, transport=transport).serve()
-
-
-def configure_logging(settings: Settings) -> None:
-    """Entry points only: the daemon logs to ``logs/daemon.log``, rotated, at INFO."""
-    from logging.handlers import RotatingFileHandler
-
-    ensure_private_dir(settings.log_dir)
-    logger = logging.getLogger("precedents")
-    handler = RotatingFileHandler(
-        settings.log_dir / "daemon.log", maxBytes=2_000_000, backupCount=2, encoding="utf-8"
-    )
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
