@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from precedents.inert import NAME_CHARS
 from precedents.protocol import HEADER, hook_output, printed_bytes
 from precedents.recall.format import ELLIPSIS, format_context
 from precedents.recall.selection import NARROW_CAP_BYTES, WIDE_CAP_BYTES, Selection
@@ -138,5 +139,13 @@ def test_mark_is_never_cut_even_when_title_is_emptied() -> None:
 
 
 def test_nothing_fits_gives_none() -> None:
-    records = [rec("note", "n" * 2000, path="/p/n.md")]
+    # A path never shrinks (a cut path names no file): one longer than the cap cannot fit.
+    records = [rec("note", "n", path="/p/" + "deep/" * 250 + "n.md")]
     assert format_context(selection(records, NARROW_CAP_BYTES), marks({})) is None
+
+
+def test_a_long_name_is_capped_not_left_out() -> None:
+    # A name is the line's fixed head, so it has a cap of its own (docs/daemon.md).
+    records = [rec("note", "n" * 2000, path="/p/n.md")]
+    line = lines_of(format_context(selection(records, NARROW_CAP_BYTES), marks({})))[1]
+    assert line == f"note  {'n' * (NAME_CHARS - 1)}{ELLIPSIS} (/p/n.md)"

@@ -14,8 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from precedents import protocol, runlock
 from precedents.config import Settings
+from precedents.errors import PrecedentsError, disk_full, is_disk_full
 from precedents.progress import read_progress
+from precedents.secret_names import shown_path
 from precedents.sources import Problem, Sources, configured_sources, project_root, walk
+from precedents.withheld import read_withheld
 
 if TYPE_CHECKING:
     from precedents.embedding import Embedder
@@ -136,9 +139,11 @@ def status(settings: Settings) -> dict[str, Any]:
         "indexed_model": None,
         "dimension": None,
         "sources": [
-            {"kind": s.kind, "root": str(s.root), "project": s.project}
+            {"kind": s.kind, "root": shown_path(s.root), "project": s.project}
             for s in configured_sources(settings)
         ],
+        # Files left out for a secret in their path (masked), as the last pass found them.
+        "withheld_paths": read_withheld(settings.cache_dir),
         "kinds": {},
         "projects": {},
         "documents": 0,
@@ -238,12 +243,23 @@ def remember(
     """Save ``text`` as a memory note of ``project`` (default: this folder's) and make it
     searchable: by the running watcher, or indexed here and now when none runs."""
     from precedents.remember import memory_folder, write_note
-    from precedents.sources import resolve_claude_project
-    from precedents.watcher import ROLE as WATCHER
 
     root = project_root(project or Path.cwd())
     folder = memory_folder(settings.claude_dir, root)
     path = write_note(folder, text, title)
+    try:
+        return _index_remembered(settings, path, folder, root)
+    except (OSError, PrecedentsError) as exc:
+        if not is_disk_full(exc):
+            raise
+        then = f"{path} is saved but not searchable yet; free some space, then `precedents reindex`"
+        raise disk_full(exc, settings.home, then) from None
+
+
+def _index_remembered(settings: Settings, path: Path, folder: Path, root: str) -> dict[str, Any]:
+    from precedents.sources import resolve_claude_project
+    from precedents.watcher import ROLE as WATCHER
+
     watcher = runlock.Claim(settings.run_dir, WATCHER)
     if not watcher.acquire():  # a watcher holds it: the save is its job
         return {"path": str(path), "project": root, "indexed_by": "watcher"}

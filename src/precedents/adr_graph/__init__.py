@@ -7,6 +7,7 @@ all import it cheaply and call the same code::
     rec = graph.record_for_path(path)   # .id .title .status .mark .date .component
     graph.chain("ADR-0012")             # {"current", "history", "sources"}
     graph.check()                       # [Finding]
+    AdrView(graph).record(rec)          # as output: every field inert (view.py)
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
         find_adr_dirs,
     )
     from precedents.adr_graph.status import decide
+    from precedents.adr_graph.view import AdrView
 
 # The parser, the status rule and the cache load on first use: every CLI
 # command imports this package (for STATUSES), and only `adr` commands build
@@ -49,6 +51,7 @@ _LAZY = {
     "default_adr_dir": "graph",
     "find_adr_dirs": "graph",
     "decide": "status",
+    "AdrView": "view",
 }
 
 
@@ -68,6 +71,7 @@ __all__ = [
     "AdrChainError",
     "AdrGraph",
     "AdrRecord",
+    "AdrView",
     "Finding",
     "NonAdr",
     "build_graph",

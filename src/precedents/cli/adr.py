@@ -1,23 +1,26 @@
 """`precedents adr ...`: the ADR graph on the command line (list, find, show, chain, check).
 
 Thin: each command builds the graph with :func:`precedents.adr_graph.build_graph`
-(the same call the watcher and the daemon make) and prints one library answer.
+(the same call the watcher and the daemon make) and prints one library answer,
+rendered by :class:`precedents.adr_graph.view.AdrView` as the MCP tools are: every
+field inert, an ADR's text behind a gutter, a suspect ADR as its id, path and mark.
 User mistakes exit 2 with one line on stderr; a chain that cannot be followed
 exits 1; `check` exits 1 when it finds an error, so it can run in CI.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from precedents.adr_graph import STATUSES, AdrRecord
+from precedents.adr_graph.view import GUTTER, WITHHELD, AdrView, line_label, shown_date
 from precedents.cli.common import JsonOpt, add_commands, print_json
 from precedents.config import Settings, load_settings
 from precedents.errors import PrecedentsError, UsageError
+from precedents.inert import SUSPECT_MARK, inert_path
 from precedents.secrets import mask_secrets
 
 if TYPE_CHECKING:
@@ -53,9 +56,18 @@ def _graph(folder: Path | None) -> AdrGraph:
     return build_graph(folder, cache, mask_secrets)
 
 
-def _line(rec: AdrRecord) -> str:
-    mark = f"  [{rec.mark}]" if rec.mark else ""
-    return f"{rec.label:<12} {rec.status:<21} {rec.title}{mark}  ({rec.path})"
+def _view(folder: Path | None) -> AdrView:
+    """The graph of ``folder`` as output: every field inert (adr_graph/view.py)."""
+    return AdrView(_graph(folder))
+
+
+def _line(view: AdrView, rec: AdrRecord) -> str:
+    """One record on one line, every field inert: a suspect one shows no title."""
+    d = view.record(rec)
+    title = f"{SUSPECT_MARK} ({d['suspect_reason']})" if d["suspect"] else d["title"]
+    mark = f"  [{d['mark']}]" if d["mark"] else ""
+    label = line_label(view.label(rec))
+    return f"{label:<12} {rec.status:<21} {title}{mark}  ({d['path']})"
 
 
 def list_cmd(
@@ -69,20 +81,19 @@ def list_cmd(
     """Every ADR with its effective status, successors and mark; other files apart."""
     if status is not None and status not in STATUSES:
         raise UsageError(f"--status must be one of {', '.join(STATUSES)}, not {status!r}")
-    graph = _graph(dir)
-    shown = [rec for rec in graph if status is None or rec.status == status]
+    view = _view(dir)
+    shown = [rec for rec in view.graph if status is None or rec.status == status]
+    data = view.listing(shown)
     if json_out:
-        data = graph.as_dict()
-        data["records"] = [r.as_dict() for r in shown]
         print_json(data)
         return
     for rec in shown:
-        typer.echo(_line(rec))
-    if graph.non_adrs:
+        typer.echo(_line(view, rec))
+    if data["not_adrs"]:
         typer.echo("\nnot ADRs:")
-        for other in graph.non_adrs:
-            typer.echo(f"  {other.path}  ({other.reason})")
-    for warning in graph.warnings:
+        for other in data["not_adrs"]:
+            typer.echo(f"  {other['path']}  ({other['reason']})")
+    for warning in data["warnings"]:
         typer.echo(f"warning: {warning}", err=True)
 
 
@@ -92,97 +103,113 @@ def find_cmd(
     json_out: JsonOpt = False,
 ) -> None:
     """ADRs whose title or text contains every word, with status and date."""
-    hits = _graph(dir).find(words)
+    view = _view(dir)
+    hits = view.graph.find(words)
     if json_out:
-        keys = ("path", "id", "title", "status", "mark", "date")
-        print_json([{k: r.as_dict()[k] for k in keys} for r in hits])
+        keys = ("path", "id", "title", "status", "mark", "date", "suspect")
+        print_json([{k: view.record(r)[k] for k in keys} for r in hits])
         return
     for rec in hits:
-        typer.echo(f"{rec.date or '':10} {_line(rec)}")
+        typer.echo(f"{shown_date(rec.date):10} {_line(view, rec)}")
     if not hits:
         typer.echo("no ADR matches", err=True)
 
 
 def show_cmd(adr_id: IdArgument, dir: DirOption = None, json_out: JsonOpt = False) -> None:
-    """One ADR: its mark first, then its header and its text."""
-    graph = _graph(dir)
-    rec = graph.get(adr_id)
-    text = graph.text_of(rec)
+    """One ADR: its mark first, then its header and its text (behind a gutter)."""
+    view = _view(dir)
+    rec = view.get(adr_id)
+    d = view.show(rec)
     if json_out:
-        print_json({**rec.as_dict(), "text": text})
+        print_json(d)
         return
-    externals = [s["target"] for s in rec.successor_refs if s["kind"] == "external"]
-    mark = rec.mark or "live"
-    if externals:
-        mark += f" (external: {', '.join(externals)})"
+    mark = d["mark"] or "live"
+    if d["external"]:
+        mark += f" (external: {', '.join(d['external'])})"
     typer.echo(mark)
-    typer.echo(f"{rec.label}: {rec.title}")
-    typer.echo(f"path: {rec.path}")
-    typer.echo(f"status: {rec.status} (declared: {rec.declared_status or 'none'}; {rec.reason})")
-    for key, value in (("date", rec.date), ("component", rec.component)):
-        if value:
-            typer.echo(f"{key}: {value}")
-    if rec.successors:
-        typer.echo(f"successors: {', '.join(rec.successors)}")
-    for rel in rec.relations:
+    if d["suspect"]:
+        typer.echo(f"{SUSPECT_MARK} ({d['suspect_reason']}): {WITHHELD}")
+    typer.echo(f"id: {line_label(view.label(rec))}")
+    if not d["suspect"]:
+        typer.echo(f"title: {d['title']}")
+    typer.echo(f"path: {d['path']}")
+    declared = "" if d["suspect"] else f"declared: {d['declared_status'] or 'none'}; "
+    typer.echo(f"status: {rec.status} ({declared}{d['reason']})")
+    for key in ("date", "component"):
+        if d[key]:
+            typer.echo(f"{key}: {d[key]}")
+    if d["successors"]:
+        typer.echo(f"successors: {', '.join(d['successors'])}")
+    for rel in d["relations"]:
         typer.echo(f"{rel['type'].replace('_', ' ')}: {rel['target']}")
-    typer.echo("")
-    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    _print_lines(d["lines"])
+
+
+def _print_lines(lines: list[str]) -> None:
+    """An ADR's text as a data block: a blank line, then each line behind the gutter."""
+    if lines:
+        typer.echo("")
+    for line in lines:
+        typer.echo(f"{GUTTER}{line}".rstrip())
 
 
 def chain_cmd(adr_id: IdArgument, dir: DirOption = None, json_out: JsonOpt = False) -> None:
     """Follow replacements to the ADR in force: current policy, then history."""
-    graph = _graph(dir)
-    packet = graph.chain(adr_id)
+    view = _view(dir)
+    packet = view.chain(adr_id)
     if json_out:
         print_json(packet)
         return
-    _print_chain(graph, packet)
+    _print_chain(packet)
 
 
-def _print_chain(graph: AdrGraph, packet: dict[str, Any]) -> None:
+def _print_chain(packet: dict[str, Any]) -> None:
     """The records in force with their text, then the replaced ones as history."""
     current = packet["current"] if isinstance(packet["current"], list) else [packet["current"]]
     sources = packet["sources"]
     typer.echo("CURRENT POLICY (in force):")
-    for rid in current:
-        src = sources[rid]
-        typer.echo(f"\n=== {graph.records[rid].label}: {src['title']} ({src['path']})\n")
-        typer.echo(src["text"].rstrip("\n"))
+    for key in current:
+        src = sources[key]
+        if src["suspect"]:
+            typer.echo(f"\n=== {SUSPECT_MARK} {src['label']} ({src['path']})")
+            typer.echo(f"({src['suspect_reason']}): {WITHHELD}")
+            continue
+        typer.echo(f"\n=== {src['label']} — {src['title']} ({src['path']})")
+        _print_lines(src["lines"])
     if packet.get("note"):
         typer.echo(f"\nnote: {packet['note']}")
     if packet["history"]:
         typer.echo("\nHISTORY (replaced; background only, not current policy):")
-        for rid in packet["history"]:
-            src = sources[rid]
-            typer.echo(
-                f"  {graph.records[rid].label}: {src['title']} [{src['mark']}] ({src['path']})"
-            )
+        for key in packet["history"]:
+            src = sources[key]
+            title = SUSPECT_MARK if src["suspect"] else src["title"]
+            typer.echo(f"  - {src['label']} — {title} [{src['mark']}] ({src['path']})")
     for crossing in packet.get("cross_component", []):
         typer.echo(f"\ncross-component replacement: {crossing['components']}")
 
 
 def check_cmd(dir: DirOption = None, json_out: JsonOpt = False) -> None:
     """Cycles, dangling links, disagreements, cross-component replacements, missing
-    statuses. Exit 1 when any error is found (for CI)."""
-    graph = _graph(dir)
-    findings = graph.check()
-    errors = sum(f.severity == "error" for f in findings)
+    statuses; ADRs whose text reads as orders to an agent. Exit 1 when any error is
+    found (for CI)."""
+    view = _view(dir)
+    findings = view.check(view.graph.check())
+    errors = sum(f["severity"] == "error" for f in findings)
     if json_out:
         print_json(
             {
-                "folder": str(graph.folder),
-                "records": len(graph),
+                "folder": inert_path(str(view.graph.folder)),
+                "records": len(view.graph),
                 "errors": errors,
                 "warnings": len(findings) - errors,
-                "findings": [f.as_dict() for f in findings],
+                "findings": findings,
             }
         )
     else:
         for f in findings:
-            typer.echo(f"{f.severity:7} {f.kind:20} {f.path}: {f.message}")
+            typer.echo(f"{f['severity']:7} {f['kind']:20} {f['path']}: {f['message']}")
         typer.echo(
-            f"{len(graph)} ADRs: {errors} error(s), {len(findings) - errors} warning(s)",
+            f"{len(view.graph)} ADRs: {errors} error(s), {len(findings) - errors} warning(s)",
             err=bool(findings),
         )
     if errors:

@@ -21,6 +21,7 @@ from precedents.cli.common import (
 )
 from precedents.config import load_settings
 from precedents.errors import PrecedentsError
+from precedents.inert import SUSPECT_MARK
 
 if TYPE_CHECKING:
     from precedents.indexer import IndexReport
@@ -130,10 +131,24 @@ def _status_lines(info: dict[str, Any]) -> list[str]:
     for fmt, c in formats.items():
         modes = ", ".join(f"{mode}: {n}" for mode, n in sorted(c["modes"].items()))
         lines.append(f"  {fmt:<21} {c['files']:>4} files  ({modes})")
+    suspect = info.get("suspect") or {}
+    if suspect.get("count"):
+        lines.append(
+            f"suspect records: {suspect['count']} (their text reads as orders to the agent; "
+            "the hook shows their path only; docs/daemon.md)"
+        )
+        lines += [
+            f"  {SUSPECT_MARK} {r['kind']:<12} {r['path']}  ({r['reason']})"
+            for r in suspect["records"]
+        ]
     if info.get("model_load_seconds") is not None:
         lines.append(f"model load: {info['model_load_seconds']:.1f}s (last time it was needed)")
     lines.append(f"sources: {len(info['sources'])} folders")
     lines += [f"  {s['kind']:<13} {s['root']}" for s in info["sources"]]
+    withheld = info.get("withheld_paths") or []
+    if withheld:
+        lines.append(f"withheld: {len(withheld)} not indexed, a secret in the path (masked)")
+    lines += [f"  {w['path']}: {w['reason']}" for w in withheld]
     return lines
 
 

@@ -10,6 +10,7 @@ from precedents import api
 from precedents.cli.common import JsonOpt, ProjectOpt, add_commands, print_json
 from precedents.config import load_settings
 from precedents.errors import UsageError
+from precedents.inert import SUSPECT_MARK
 
 
 def query(
@@ -62,6 +63,9 @@ def _print_results(result: dict[str, Any], all_projects: bool) -> None:
         label = f"{r['adr_id']} {r['name']}" if r["adr_id"] else r["name"]
         desc = f" — {r['description']}" if r["description"] else ""
         mark = r.get("mark") or ""
+        if r.get("suspect"):  # its text reads as orders: the path only (docs/daemon.md)
+            mark = f"{SUSPECT_MARK} {mark}".rstrip()
+            label, desc = "", ""
         typer.echo(
             f"{r['score']:.3f}  {mark + ' ' if mark else ''}{r['kind']:<12} {label}{desc} "
             f"({r['path']})"

@@ -11,6 +11,7 @@ from precedents import api
 from precedents.cli.common import JsonOpt, ProjectOpt, add_commands, print_json
 from precedents.config import load_settings
 from precedents.errors import UsageError
+from precedents.inert import SUSPECT_MARK, inert_path
 
 
 def why(
@@ -31,10 +32,13 @@ def why(
         )
     for a in answers:
         typer.echo(_line(a))
+        suspect = set(a.get("suspect") or [])
         for path in a["shown"]:
-            typer.echo(f"    {path}")
+            # A suspect record was given as its path only: its text reads as orders.
+            flag = f"  {SUSPECT_MARK} (shown as its path only)" if path in suspect else ""
+            typer.echo(f"    {inert_path(path)}{flag}")
         for path in a.get("withheld") or []:
-            typer.echo(f"    {path}  (already given in this session)")
+            typer.echo(f"    {inert_path(path)}  (already given in this session)")
 
 
 def _line(a: dict[str, Any]) -> str:

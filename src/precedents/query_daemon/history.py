@@ -60,6 +60,8 @@ def recent_answers(log_dir: Path, project: str | None, n: int = 5) -> list[dict[
                     "relevance": entry.get("relevance"),
                     # Older log lines have no "shown": their ids were the records shown.
                     "shown": entry["shown"] if "shown" in entry else entry.get("ids") or [],
+                    # Shown as their path only: their text reads as orders (docs/daemon.md).
+                    "suspect": entry.get("suspect") or [],
                     "bytes": entry.get("bytes", 0),
                     "ms": (entry.get("ms") or {}).get("total"),
                 }

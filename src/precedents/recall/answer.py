@@ -24,6 +24,8 @@ class Answer:
     withheld: tuple[str, ...] = ()
     # The records whose lines are in ``context`` (replaced ADRs' successors included).
     shown: tuple[str, ...] = ()
+    # Those of ``shown`` whose text reads as orders: shown as their path only (`why` says so).
+    suspect: tuple[str, ...] = ()
 
     def log_fields(self) -> dict[str, Any]:
         """Ids, bytes, scores and timings: what the log may hold about an answer."""
@@ -36,6 +38,7 @@ class Answer:
         return {
             "ids": [h.record.adr_id or h.record.path for h in sel.chosen] if sel else [],
             "shown": self._shown(),
+            "suspect": list(self.suspect),
             "withheld": list(self.withheld),
             "project": self.project,
             "bytes": len(self.context.encode("utf-8")) if self.context else 0,

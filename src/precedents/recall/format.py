@@ -19,6 +19,17 @@ hook writes at most 1,024 bytes. Fitting, in this order:
    line, the largest number that fits, with "…" marking a cut.
 3. Names, IDs, dates, paths and ADR marks never shrink: the mark is the whole
    point of showing a replaced decision.
+
+Stored text is data (SPEC §5, docs/daemon.md): every field is rendered by
+:func:`precedents.inert.inert` (one line, no tag, no role label, no control or
+invisible character, capped), so nothing in a record can end its line, open or
+close markup, or pose as a turn of the conversation; the line is the record's
+data block, opened by a prefix only this module writes (its kind, or a mark)
+and closed by its path. A record whose text reads as orders to the agent
+(:func:`precedents.inert.suspect_reason`) is shown as its path only::
+
+    ⚠️suspect note (path)
+    ⚠️suspect MARK adr (path)
 """
 
 from __future__ import annotations
@@ -27,11 +38,35 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
 
+from precedents.inert import (
+    DATE_CHARS,
+    ELLIPSIS,
+    ID_CHARS,
+    MARK_CHARS,
+    NAME_CHARS,
+    SUSPECT_MARK,
+    TEXT_CHARS,
+    cut,
+    inert,
+    inert_path,
+    path_words,
+    suspect_reason,
+)
 from precedents.protocol import EVENT_PROMPT, HEADER, printed_bytes
 from precedents.recall.selection import Selection
-from precedents.store.rows import DocumentRecord
+from precedents.store.rows import DocumentHit, DocumentRecord
 
-ELLIPSIS = "…"
+__all__ = [
+    "ELLIPSIS",
+    "LineParts",
+    "fit_kept",
+    "fit_lines",
+    "format_context",
+    "line_parts",
+    "record_json",
+    "render_records",
+    "suspect_of",
+]
 
 
 @dataclass(frozen=True)
@@ -44,40 +79,63 @@ class LineParts:
     tail: str
 
     def render(self, limit: int) -> str:
-        middle = _cut(self.middle, limit)
+        middle = cut(self.middle, limit)
         return f"{self.head}{self.joiner}{middle}{self.tail}" if middle else self.head + self.tail
 
 
-def _clean(text: str) -> str:
-    # One record, one line: newlines or tabs in a description would break that.
-    return " ".join(text.split())
-
-
-def _cut(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    if limit <= 1:
-        return ""
-    return text[: limit - 1].rstrip() + ELLIPSIS
+def suspect_of(record: DocumentRecord) -> str:
+    """Why ``record``'s text reads as orders to the agent ('' when it does not): its name,
+    description, ADR id and file name are read (:func:`precedents.inert.suspect_reason`)."""
+    return suspect_reason(record.name, record.description, record.adr_id, path_words(record.path))
 
 
 def line_parts(record: DocumentRecord, mark: str = "") -> LineParts:
     """The pieces of ``record``'s line; ``mark`` is its ADR mark ('' when live)."""
-    name = _clean(record.name) or PurePath(record.path).stem
-    # A control character in a file name would break "one record, one line".
-    tail = " (" + "".join("?" if ord(c) < 32 else c for c in record.path) + ")"
+    # A control character in a file name shows as "?": the line stays one line.
+    tail = f" ({inert_path(record.path)})"
+    mark = inert(mark, MARK_CHARS)
+    if suspect_of(record):
+        # The path and the ADR mark only: the record's own words never reach the agent.
+        head = f"{SUSPECT_MARK} {mark} adr" if mark else f"{SUSPECT_MARK} {record.kind}"
+        return LineParts(head, "", "", tail)
+    name = inert(record.name, NAME_CHARS) or inert(PurePath(record.path).stem, NAME_CHARS)
     if record.kind == "adr":
-        ident = _clean(record.adr_id)
-        head = f"{_clean(mark)} adr  " if mark else "adr  "
+        ident = inert(record.adr_id, ID_CHARS)
+        head = f"{mark} adr  " if mark else "adr  "
         # Without an id the title follows "adr  " directly (and may still shrink).
+        title = inert(record.name, TEXT_CHARS) or name  # a title shrinks: its own cap
         return (
-            LineParts(head + ident, " ", name, tail)
+            LineParts(head + ident, " ", title, tail)
             if ident
-            else LineParts(head[:-1], " ", name, tail)
+            else LineParts(head[:-1], " ", title, tail)
         )
     if record.kind == "conversation":
-        return LineParts(f"conversation  {_clean(record.date)[:10]}".rstrip(), " ", name, tail)
-    return LineParts(f"{record.kind}  {name}", " — ", _clean(record.description), tail)
+        date = inert(record.date, ID_CHARS)[:DATE_CHARS]  # YYYY-MM-DD of a timestamp
+        title = inert(record.name, TEXT_CHARS) or name
+        return LineParts(f"conversation  {date}".rstrip(), " ", title, tail)
+    return LineParts(f"{record.kind}  {name}", " — ", inert(record.description, TEXT_CHARS), tail)
+
+
+def record_json(hit: DocumentHit, mark: str | None = None) -> dict[str, object]:
+    """The ``precedents query --json`` (and MCP ``recall``) shape of one result: every
+    field inert as on the hook's lines; a suspect record keeps its path, kind, date and
+    mark, and says ``"suspect": true`` instead of its name, description and id."""
+    r = hit.record
+    suspect = bool(suspect_of(r))
+    row: dict[str, object] = {
+        "kind": r.kind,
+        "project": inert_path(r.project),
+        "path": inert_path(r.path),
+        "name": "" if suspect else inert(r.name, NAME_CHARS),
+        "description": "" if suspect else inert(r.description, TEXT_CHARS),
+        "date": inert(r.date, ID_CHARS),
+        "adr_id": "" if suspect else inert(r.adr_id, ID_CHARS),
+        "score": round(hit.score, 4),
+        "suspect": suspect,
+    }
+    if mark is not None:
+        row["mark"] = inert(mark, MARK_CHARS)
+    return row
 
 
 def fit_lines(

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from precedents.protocol import EVENT_FILE, EVENT_PROMPT, HEADER, printed_bytes
 from precedents.recall.answer import Answer
 from precedents.recall.files import FileScopes, relative_to_root
-from precedents.recall.format import render_records
+from precedents.recall.format import render_records, suspect_of
 from precedents.recall.marks import AdrMarks
 from precedents.recall.mute import MuteList
 from precedents.recall.selection import WIDE_CAP_BYTES, Selection
@@ -26,6 +26,15 @@ from precedents.store.rows import DocumentHit, DocumentRecord
 FILE_MAX_RECORDS = 16
 FILE_CAP_BYTES = WIDE_CAP_BYTES
 LEFT_OUT = "… and {} more records for this file, left out for room"
+
+
+class Given(NamedTuple):
+    """What :meth:`HookAnswers._give` gave a session."""
+
+    withheld: tuple[str, ...]  # paths left out: given to this session already, unchanged
+    text: str | None
+    shown: tuple[str, ...]  # paths whose lines are in ``text``
+    suspect: tuple[str, ...]  # those of ``shown`` given as their path only (recall/format.py)
 
 
 class HookAnswers:
@@ -48,9 +57,9 @@ class HookAnswers:
         cap: int,
         header: str,
         event: str = EVENT_PROMPT,
-    ) -> tuple[tuple[str, ...], str | None, tuple[str, ...]]:
+    ) -> Given:
         """Render ``records`` less those ``session`` was given unchanged, and remember the
-        ones shown: (withheld paths, the text or None, paths shown)."""
+        ones shown."""
         digests = self.scopes.digests
         withheld = self.sessions.withheld(
             session, [(r.path, digests.get(r.path, "")) for r in records]
@@ -61,7 +70,8 @@ class HookAnswers:
         if fresh and cap > 0:
             text, shown = self._render(fresh, cap, header, event)
         self.sessions.give(session, [(r.path, digests.get(r.path, "")) for r in shown])
-        return tuple(sorted(withheld)), text, tuple(r.path for r in shown)
+        suspect = tuple(r.path for r in shown if suspect_of(r))
+        return Given(tuple(sorted(withheld)), text, tuple(r.path for r in shown), suspect)
 
     def _render(
         self, records: Sequence[DocumentRecord], cap: int, header: str, event: str
@@ -108,14 +118,15 @@ class HookAnswers:
         selection = Selection(
             hits, FILE_CAP_BYTES if hits else 0, 0.0, 0.0, "file" if hits else "no-scope"
         )
-        withheld, text, shown = self._give(session, records, FILE_CAP_BYTES, HEADER, EVENT_FILE)
+        given = self._give(session, records, FILE_CAP_BYTES, HEADER, EVENT_FILE)
         total = (time.perf_counter() - started) * 1000
         return Answer(
-            text,
+            given.text,
             selection,
             project=root,
-            withheld=withheld,
-            shown=shown,
+            withheld=given.withheld,
+            shown=given.shown,
+            suspect=given.suspect,
             timings_ms={"total": total},
         )
 

@@ -2,7 +2,7 @@
 
 Both lists are capped and say how many were left out (never a silent cut).
 Always-rules come first: the agent is meant to follow them in every task;
-the ADR list is a table of contents (ids and titles only). Rules that Claude
+the ADR list is a table of contents (``- ID title`` lines, no path). Rules that Claude
 Code loads at every start by itself (`.claude/rules` without `paths:`, the
 root `CLAUDE.md`) are not listed again.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from precedents.inert import SUSPECT_MARK
 from precedents.protocol import EVENT_SESSION, printed_bytes
 from precedents.recall.format import LineParts, fit_lines, line_parts
 from precedents.store.rows import DocumentRecord
@@ -45,15 +46,20 @@ def session_text(
         cap -= printed_bytes(rule_text + "\n", EVENT_SESSION) - printed_bytes("", EVENT_SESSION)
     adr_text = None
     if live_adrs:
-        # Titles only: the list drops the "adr  " kind prefix and the path.
-        parts = [
-            LineParts(p.head.removeprefix("adr  "), p.joiner, p.middle, "")
-            for p in (line_parts(r) for r in live_adrs)
-        ]
+        parts = [_adr_entry(line_parts(r)) for r in live_adrs]
         more = "… and {} more live ADRs: `precedents adr list --status live`"
         adr_text = _fit_counted(parts, cap, SESSION_HEADER, SESSION_MAX_ADRS, more)[0]
     texts = [t for t in (rule_text, adr_text) if t]
     return ("\n".join(texts) if texts else None), listed
+
+
+def _adr_entry(parts: LineParts) -> LineParts:
+    """An ADR in the list: "- ", its id and title, without the "adr  " prefix and the
+    path; a suspect one keeps its path, the only thing shown of it (recall/format.py).
+    The bullet keeps every line starting with our own text, never a record's."""
+    if parts.head.startswith(SUSPECT_MARK):
+        return LineParts(SUSPECT_MARK, "", "", parts.tail)
+    return LineParts("- " + parts.head.removeprefix("adr  "), parts.joiner, parts.middle, "")
 
 
 def fit_session(parts: list[LineParts]) -> str | None:

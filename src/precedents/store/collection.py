@@ -49,6 +49,7 @@ from precedents.store.schema import (
     scope_rows,
 )
 from precedents.store.second import SECOND, SecondVectors, second_schema
+from precedents.store.summary import DOCUMENT_COLUMNS, DOCUMENT_ROWS
 
 log = logging.getLogger("precedents.store")
 
@@ -469,6 +470,12 @@ class Store:
             return []
         tbl = self._chunks.search().where(RULE_ROWS).select(RULE_COLUMNS).limit(None)
         return scope_rows(tbl.to_arrow().to_pylist())
+
+    @_translated
+    def document_fields(self) -> list[dict[str, Any]]:
+        """One row per document: the fields `status` reads for suspect records."""
+        tbl = self._chunks.search().where(DOCUMENT_ROWS).select(DOCUMENT_COLUMNS).limit(None)
+        return list(tbl.to_arrow().to_pylist())
 
     @_translated
     def second_vectors(self, projects: Sequence[str]) -> tuple[list[str], NDArray[np.float32]]:

@@ -40,7 +40,7 @@ from precedents.store.schema import (
     scope_rows,
 )
 from precedents.store.second import SECOND, SECOND_DIMENSION
-from precedents.store.summary import summarize
+from precedents.store.summary import DOCUMENT_COLUMNS, DOCUMENT_ROWS, summarize
 
 # Beside the snapshot file: each document's term counts by content hash.
 TERM_CACHE = "terms.npz"
@@ -56,6 +56,7 @@ class TableReader:
         self.path = index_dir
         self._lance = lance
         self._meta = self._open(META)
+        self._documents: list[dict[str, Any]] | None = None
 
     def _open(self, name: str) -> Any:
         return self._lance.dataset(str(self.path / f"{name}.lance"))
@@ -79,6 +80,14 @@ class TableReader:
             return []
         return scope_rows(table.to_table(columns=RULE_COLUMNS, filter=RULE_ROWS).to_pylist())
 
+    def document_fields(self) -> list[dict[str, Any]]:
+        """One row per document: the fields `status` reads for suspect records (those of
+        :meth:`vectors` when it ran: the export reads the chunk table once)."""
+        if self._documents is not None:
+            return self._documents
+        table = self._open(CHUNKS)
+        return list(table.to_table(columns=DOCUMENT_COLUMNS, filter=DOCUMENT_ROWS).to_pylist())
+
     def vectors(
         self, dimension: int
     ) -> tuple[list[dict[str, Any]], NDArray[np.float32], list[str]]:
@@ -88,6 +97,7 @@ class TableReader:
         read = table.to_table(columns=[*present_columns(table.schema.names), "text"])
         texts = [str(t or "") for t in read.column("text").to_pylist()]
         meta, matrix = rows_and_matrix(read.drop_columns(["text"]), dimension)
+        self._documents = [m for m in meta if m.get("chunk_index") == 0]
         return meta, matrix, texts
 
     def second_vectors(self) -> tuple[list[str], NDArray[np.float32]]:

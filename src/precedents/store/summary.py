@@ -9,7 +9,13 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol
 
+from precedents.inert import suspect_summary
 from precedents.rules.scope import REQUESTED, Scope
+
+# The rows and columns `status` reads to find suspect records (precedents.inert): one row
+# per document, its fields as the hook shows them.
+DOCUMENT_ROWS = "chunk_index = 0"
+DOCUMENT_COLUMNS = ["kind", "path", "name", "description", "adr_id"]
 
 
 class Countable(Protocol):
@@ -20,6 +26,7 @@ class Countable(Protocol):
     def size_bytes(self) -> int: ...
     def meta(self) -> dict[str, str]: ...
     def rule_scopes(self) -> list[tuple[str, str, str]]: ...
+    def document_fields(self) -> list[dict[str, Any]]: ...
 
 
 def summarize(store: Countable) -> dict[str, Any]:
@@ -33,6 +40,8 @@ def summarize(store: Countable) -> dict[str, Any]:
         info["documents"] += c["documents"]
         info["chunks"] += c["chunks"]
     info["rules"] = rules_by_format(store.rule_scopes())
+    # Records whose text reads as orders to the agent: shown by path only (docs/daemon.md).
+    info["suspect"] = suspect_summary(store.document_fields())
     info["store_bytes"] = store.size_bytes()
     meta = store.meta()
     info["indexed_model"] = meta.get("model")

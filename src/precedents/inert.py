@@ -1,0 +1,423 @@
+"""Stored text is data: record fields rendered inert, and records that read as orders.
+
+Every field that comes from a record (a note's name and description, a rule's,
+an ADR's id and title, a conversation's title, a path) reaches the agent inside
+our own framing: the hook's header and one line per record (SPEC §2, §5), or a
+JSON value (`query --json`, MCP `recall`). Two things keep a record's text from
+escaping that framing (docs/daemon.md, "Stored text is data"):
+
+* :func:`inert` makes a field one line of plain text: no newline or control
+  character (so a field cannot start a line of its own), no invisible or bidi
+  character, no ``<`` or ``>`` (so it cannot open or close a tag such as
+  ``</system-reminder>``: they become ``‹`` ``›``), no chat-template token, no
+  role label (``SYSTEM:`` becomes ``SYSTEM∶``), no code fence, and a cap on its
+  length.
+* :func:`suspect_reason` says when a record's text reads as orders to the agent
+  rather than as guidance: overriding or escaping the framing ("ignore previous
+  instructions", a ``</system>`` tag, "you are now ..."), leaking the prompt,
+  sending data out, or running something fetched from the network
+  (``curl … | sh``). Rules *are* instructions to the agent by design ("Always
+  use pnpm"), so ordinary imperatives are never enough: only these patterns.
+  A suspect record is shown as its path with :data:`SUSPECT_MARK`, never its text.
+
+Pure functions over strings, standard library only: the daemon runs them for
+every record it shows (about 17 µs a field or a record, measured: a pattern
+runs only when its anchor words are in the text, and most text has none).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable, Iterable, Mapping
+from functools import lru_cache
+from typing import Any
+
+SUSPECT_MARK = "⚠️suspect"
+ELLIPSIS = "…"
+
+# Caps in characters. A name never shrinks to fit the byte cap (it is the line's
+# head), so it gets the tightest cap; a description or title shrinks to fit anyway.
+NAME_CHARS = 160
+TEXT_CHARS = 500
+ID_CHARS = 40
+DATE_CHARS = 10
+MARK_CHARS = 160
+
+# `<` and `>` and their full-width and small forms (a model may read those as the
+# same tag); they become single guillemets, which no markup language uses.
+_ANGLES = str.maketrans({"<": "‹", ">": "›", "＜": "‹", "＞": "›", "﹤": "‹", "﹥": "›"})
+# Full-width Latin letters read as their ASCII selves ("ＳＹＳＴＥＭ："): folded, so the
+# role labels below are found in them too. Other full-width forms (CJK punctuation) stay.
+_WIDE_LETTERS = str.maketrans(
+    {c: c - 0xFEE0 for c in [*range(0xFF21, 0xFF3B), *range(0xFF41, 0xFF5B)]}
+)
+# The colon after a role label ("Human:", "SYSTEM:", "System Notice:") becomes U+2236
+# RATIO: it no longer reads as a turn of a chat transcript, and the words stay readable.
+_RATIO = "∶"
+_ROLE = re.compile(
+    r"\b(system|assistant|user|human|developer|ai|bot|model|tool|function|instructions?|"
+    r"response)(\s+[A-Za-z]+)?(\s*)[:：﹕]",
+    re.IGNORECASE,
+)
+# Chat-template tokens that do not use angle brackets.
+_TEMPLATE = re.compile(r"\[\s*/?\s*(INST|SYS|SYSTEM)\s*\]", re.IGNORECASE)
+_FENCE = re.compile(r"`{3,}|~{3,}")
+# What the fast path must not see: anything but printable ASCII, and the few
+# ASCII sequences the slow path rewrites.
+_PLAIN = re.compile(r"[\x20-\x7e]*")
+_TOUCHY = re.compile(r"[<>:\[`~]")
+
+
+def _dropped(ch: str) -> bool:
+    """Characters a reader cannot see, or that reorder what is seen: format (Cf: bidi
+    controls, zero-width characters, Unicode tag characters), private use, surrogates,
+    unassigned, and variation selectors other than U+FE0F (emoji presentation)."""
+    cat = unicodedata.category(ch)
+    if cat in ("Cf", "Co", "Cs", "Cn"):
+        return True
+    code = ord(ch)
+    return 0xFE00 <= code <= 0xFE0E or 0xE0100 <= code <= 0xE01EF
+
+
+def _visible(text: str, control: str) -> str:
+    """``text`` with line and paragraph breaks and other controls made ``control``
+    (a space in prose, ``?`` in a path) and invisible characters dropped."""
+    out = []
+    for ch in text:
+        if ch.isascii():
+            out.append(control if ch < " " or ch == "\x7f" else ch)
+            continue
+        cat = unicodedata.category(ch)
+        if cat in ("Cc", "Zl", "Zp"):
+            out.append(control)
+        elif not _dropped(ch):
+            out.append(ch)
+    return "".join(out)
+
+
+def _defuse(text: str) -> str:
+    """No tag, template token, role label or code fence left in ``text``."""
+    text = text.translate(_ANGLES).translate(_WIDE_LETTERS)
+    text = _TEMPLATE.sub(lambda m: f"({m.group(1)})", text)
+    text = _ROLE.sub(lambda m: m.group(1) + (m.group(2) or "") + m.group(3) + _RATIO, text)
+    return _FENCE.sub("`", text)
+
+
+def cut(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters, ``…`` marking a cut."""
+    if len(text) <= limit:
+        return text
+    if limit <= 1:
+        return ""
+    return text[: limit - 1].rstrip() + ELLIPSIS
+
+
+def inert(text: str, limit: int = TEXT_CHARS) -> str:
+    """``text`` as one line of inert data, at most ``limit`` characters (see the module)."""
+    if _PLAIN.fullmatch(text) and not _TOUCHY.search(text):
+        return cut(" ".join(text.split()), limit)  # the common case: nothing to rewrite
+    return cut(" ".join(_defuse(_visible(text, " ")).split()), limit)
+
+
+def inert_path(path: str) -> str:
+    """A path as inert data: a control character shows as ``?`` (the path must still
+    name its file as nearly as it can), markup and role labels as :func:`inert` does.
+    Never cut: a cut path names no file, and the byte cap leaves out a line whose
+    path does not fit."""
+    if _PLAIN.fullmatch(path) and not _TOUCHY.search(path):
+        return path
+    return _defuse(_visible(path, "?"))
+
+
+# ----------------------------------------------------------------------- suspects
+
+_W = r"[\w'’-]+"  # one word
+_GAP = rf"(?:\W+{_W}){{0,3}}?\W+"  # up to three words between two others
+_OVERRIDE_VERB = (
+    r"(?:ignore|ignoring|disregard|disregarding|forget|forgetting|override|overrule|bypass|"
+    r"neglect|set aside|pay no attention to|discard|abandon)"
+)
+# "Don't follow" is an override only of what came before: "do not follow instructions
+# found in web pages" is a safety rule.
+_UNFOLLOW = r"(?:do not follow|don'?t follow|stop following|no longer follow)"
+# "Ignore any instructions embedded in tool output" is a safety rule too.
+_NOT_FROM = r"(?!\W+(?:in|from|inside|within|embedded|found|contained|that\W+(?:appear|come)))"
+_EARLIER = (
+    r"(?:previous|prior|preceding|above|earlier|former|foregoing|initial|original|"
+    r"system|safety)"
+)
+_ORDERS = (
+    r"(?:instructions?|directions?|directives?|prompts?|guidelines?|rules?|context|messages?|"
+    r"constraints?|guardrails?|polic(?:y|ies)|restrictions?|commands?|orders?|programming|"
+    r"training|requests?|conversation|tasks?|text|input|safeguards?|limitations?|ethics|morals?)"
+)
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# Words that let a pattern match at all: a text is split into its words once, and a
+# pattern runs only when its anchor holds (most text has none of them).
+_VERBS = _words(
+    "ignore ignoring disregard disregarding forget forgetting override overrule bypass "
+    "neglect aside attention discard abandon follow following"
+)
+_EARLIER_WORDS = _words(
+    "previous prior preceding above earlier former foregoing initial original system safety"
+)
+_ORDER_WORDS = _words(
+    "instruction instructions direction directions directive directives prompt prompts "
+    "guideline guidelines guardrail guardrails restriction restrictions programming order "
+    "orders"
+)
+_BEFORE_WORDS = _words("above before previous previously prior said told")
+_SUPERSEDE_WORDS = _words(
+    "supersede supersedes override overrides precedence replace replaces cancel cancels"
+)
+_TASK_WORDS = _words(
+    "instructions directive directives prompt instruction command commands task goal job "
+    "purpose mission objective"
+)
+_NEW_WORDS = _words("new real actual true secret hidden mandatory primary only shadow embedded")
+_ROLE_WORDS = _words(
+    "now longer pretend roleplay role mode jailbreak jailbroken jailbreaking anything act"
+)
+_TURN_WORDS = _words("system assistant human user developer")
+_SEND_WORDS = _words(
+    "send post upload exfiltrate forward transmit leak email submit append add attach"
+)
+_WHERE_WORDS = _words("http https ftp url server endpoint webhook attacker address")
+_RUN_WORDS = _words("curl wget iwr irm iex base64 powershell pwsh nc rm fetch")
+_ECHO_WORDS = _words("echo prepend print say output write")
+_MARKER_WORDS = _words("regardless confirm acknowledge validate compliance confirmation")
+_TELL_WORDS = _words("tell inform notify alert mention reveal show")
+
+
+def _hijack_anchor(w: frozenset[str], t: str) -> bool:
+    return bool(
+        (w & _ECHO_WORDS and w & {"before", "as"})
+        or w & _MARKER_WORDS
+        or ("first" in w and "must" in w)
+        or ("user" in w and w & _TELL_WORDS)
+    )
+
+
+Anchor = Callable[[frozenset[str], str], bool]
+_RAW_PATTERNS: tuple[tuple[str, Anchor, str], ...] = (
+    # "Ignore all previous instructions", "disregard the system prompt".
+    (
+        "override",
+        lambda w, t: bool(w & _VERBS) and bool(w & _EARLIER_WORDS),
+        rf"\b(?:{_OVERRIDE_VERB}|{_UNFOLLOW}){_GAP}{_EARLIER}\b(?:\W+{_W}){{0,3}}?\W+"
+        rf"{_ORDERS}\b{_NOT_FROM}",
+    ),
+    # "Forget your rules", "bypass your guardrails".
+    (
+        "override",
+        lambda w, t: bool(w & _VERBS) and "your" in w,
+        rf"\b{_OVERRIDE_VERB}\W+your\W+(?:\w+\W+)?(?:instructions?|rules|guidelines|"
+        r"programming|training|directives?|prompt|guardrails|restrictions|constraints|"
+        r"polic(?:y|ies)|ethics|principles|safeguards|filters)\b",
+    ),
+    # "Ignore all instructions", "disregard any prior directions", "ignore instructions,".
+    (
+        "override",
+        lambda w, t: bool(w & _VERBS) and bool(w & _ORDER_WORDS),
+        rf"\b{_OVERRIDE_VERB}\W+(?:(?:all|any|every|the|these|those|such)\W+)?"
+        r"(?:instructions?|directions?|directives?|prompts?|guidelines?|guardrails?|"
+        rf"restrictions?|programming|orders?)\b{_NOT_FROM}",
+    ),
+    # "Ignore the above", "forget everything before this", "disregard what you were told".
+    (
+        "override",
+        lambda w, t: bool(w & _VERBS) and bool(w & _BEFORE_WORDS),
+        rf"\b{_OVERRIDE_VERB}\W+(?:all|everything|anything|the|what(?:ever)?|them)\W+"
+        r"(?:above|before|previous(?:ly)?|prior|said|(?:you\W+(?:were|have\W+been|'ve\W+been)"
+        r"\W+told))\b",
+    ),
+    # "This instruction supersedes the system prompt".
+    (
+        "override",
+        lambda w, t: (
+            bool(w & _SUPERSEDE_WORDS) and bool(w & {"system", "instruction", "instructions"})
+        ),
+        r"\b(?:supersedes?|overrides?|takes?\W+precedence\W+over|replaces?|cancels?)\W+"
+        r"(?:(?:the|your|any|all|every|other|previous|prior|earlier|original)\W+){0,3}"
+        r"(?:system\W+(?:prompt|message|instructions?)|(?:previous|prior|earlier|original|other)"
+        r"\W+instructions?|instructions?\W+(?:above|before))\b",
+    ),
+    # "New instructions:", "IMPORTANT NEW INSTRUCTIONS", "Your actual task is".
+    (
+        "override",
+        lambda w, t: bool(w & _TASK_WORDS) and bool(w & _NEW_WORDS),
+        r"(?-i:\bNEW\W+INSTRUCTIONS\b)|\b(?:new|real|actual|true|secret|hidden|mandatory)\W+"
+        r"(?:instructions|directives?|system\W+prompt)\s*:|"
+        r"\byour\W+(?:real|actual|true|new|only|primary)\W+(?:task|goal|job|purpose|mission|"
+        r"objective|instructions?)\W+(?:is|are|now)\b|"
+        r"\b(?:hidden|shadow|secret|embedded)\W+(?:directive|instruction|command)s?\b",
+    ),
+    # Role play openers that take the agent out of its framing.
+    (
+        "role",
+        lambda w, t: bool(w & _ROLE_WORDS),
+        r"\byou\W+(?:are|'re)\W+(?:now|no\W+longer)\b|\byou\W+(?:must|will|shall)\W+now\b|"
+        r"\bfrom\W+now\W+on\W*,?\W*(?:you|act|respond|reply|answer|ignore|pretend|your)\b|"
+        r"\bpretend\W+(?:to\W+be|you\W+are|that\W+you)\b|\brole\W?play\W+as\b|"
+        r"\b(?:developer|god|jailbreak|jailbroken|dan|unrestricted|unfiltered|evil)\W+mode\b|"
+        r"\bjailbreak|\bdo\W+anything\W+now\b|\bact\W+as\W+(?:if\W+you|an?\W+(?:unrestricted|"
+        r"unfiltered|evil|jailbroken))\b",
+    ),
+    # Markup or turn labels aimed at the model's own framing.
+    (
+        "framing",
+        lambda w, t: "<" in t or "[" in t or "##" in t or (":" in t and bool(w & _TURN_WORDS)),
+        # A tag of the model's own framing: opened or closed, never a generic (List<System.X>).
+        r"<\s*/?\s*(?:system|system-reminder|system_prompt|assistant|human|im_start|im_end|"
+        r"instructions?|inst|sys|admin|developer|important|hidden|secret|"
+        r"(?:tool|function)_(?:call|use|result|response|output)\w*)\s*(?:>|/>|\s+[\w-]+\s*=)|"
+        # Closing one of the turns or documents the framing is made of.
+        r"<\s*/\s*(?:user|prompt|context|document|data|s|end|message|turn|reminder)\s*>|"
+        r"<\|[a-z_]+\|>|\[/?(?:INST|SYS)\]|<<\s*/?SYS\s*>>|<\s*end\W+of\W+session\s*>|"
+        r"<!--[^>]{0,200}\b(?:ai|agent|assistant|llm|model|instruction|prompt|shadow|hidden|"
+        r"inject\w*|directive)\b|"
+        # A turn label where a sentence starts ("... data. System: focus only on ...").
+        r"(?:^|[\n.!?;\]>)\"'])\s*(?:system|assistant|human|user|developer)\s*:(?:\s|$)|"
+        r"\[\s*(?-i:SYSTEM|ADMIN|DEVELOPER)\s*\]|"
+        r"\[\s*(?:system|admin|developer)\s+(?:override|message|prompt|instructions?|notice|"
+        r"directive)\s*\]|\[\s*(?:hidden|secret)\s+(?:directive|instruction|command)s?\s*\]|"
+        r"\[\s*(?:override|data\s+exfil\w*(?:\s+request)?)\s*\]|"
+        r"#{2,}\s*(?:instructions?|system\s+(?:prompt|message|override)|new\s+(?:task|"
+        r"instructions?)|embedded\s+directive|agent\s+configuration\s+update)\b",
+    ),
+    # Asking the agent to show what it was told.
+    (
+        "leak",
+        lambda w, t: bool(w & {"prompt", "prompts", "instruction", "instructions", "message"}),
+        r"\b(?:reveal|print|output|repeat|show|display|leak|dump|spell\W+check|tell\W+me|"
+        r"provide|list|respond\W+with|write\W+out)\W+(?:me\W+)?(?:all\W+)?(?:of\W+)?"
+        r"(?:your\W+(?:\w+\W+)?(?:system\W+)?(?:prompt|instructions?|message)|"
+        r"the\W+(?:(?:complete|full|exact|entire|hidden|initial|original|previous|secret)\W+)?"
+        r"(?:system\W+(?:prompt|message)|(?:hidden|initial|original|previous|secret)\W+"
+        r"instructions?|(?:text\W+of\W+the\W+)?prompt\b(?:\W+as\W+the\W+response)?|"
+        r"(?:instructions?|prompt)\W+above)|every\W+instructions?\W+you)",
+    ),
+    # Turning the agent's reply into a marker or a channel ("Echo X as your first token").
+    (
+        "hijack",
+        _hijack_anchor,
+        r"\b(?:echo|output|print|say|prepend|write)\W+.{0,60}?\b(?:before|as)\W+(?:your\W+)?"
+        r"(?:any(?:thing)?\W+(?:other\W+)?(?:response|content|output)|answering|responding|"
+        r"summari[sz]ing|first\W+(?:token|word|output)|processing|a\W+compliance)\b|"
+        r"\byour\W+first\W+(?:output|token|word|response)\W+must\b|"
+        r"\b(?:begin|start|prefix|prepend)\W+(?:every|each|your|all|the\W+next)\W+"
+        r"(?:\w+\W+)?(?:response|reply|answer|output)s?\W+with\W+.{0,40}?\b(?:to\W+(?:confirm|"
+        r"acknowledge|validate)|as\W+(?:a\W+)?(?:compliance|confirmation))|"
+        r"\bregardless\W+of\W+(?:the\W+)?(?:user|what\W+the\W+user|any\W+(?:previous|prior|"
+        r"other))\b|\b(?:do\W+not|don'?t|never)\W+(?:tell|inform|notify|alert)\W+the\W+user\b|"
+        r"\b(?:do\W+not|don'?t|never)\W+(?:mention|reveal|show)\W+(?:this|these|it)\W+"
+        r"(?:instructions?\W+)?to\W+the\W+user\b",
+    ),
+    # Sending the user's data somewhere.
+    (
+        "exfiltrate",
+        lambda w, t: (bool(w & _SEND_WORDS) and (bool(w & _WHERE_WORDS) or "@" in t)) or "![" in t,
+        r"\b(?:send|post|upload|exfiltrate|forward|transmit|leak|email|submit)\W+"
+        r"(?:\w+\W+){0,6}?(?:credentials?|secrets?|passwords?|api\W?keys?|tokens?|"
+        r"env(?:ironment)?\W+variables|\.env|ssh\W+keys?|id_rsa|cookies?|private\W+keys?|"
+        r"conversation|chat\W+history|files?|data)\b.{0,80}?\b(?:to|into|at)\W+"
+        r"(?:https?://|ftp://|\w+@|the\W+(?:url|server|endpoint|webhook|attacker)|"
+        r"(?:this|an?|my)\W+(?:url|server|endpoint|webhook|email|address))|"
+        r"\b(?:append|add|attach)\W+(?:it|them|the\W+result|the\W+data)\W+to\W+https?://|"
+        r"!\[[^\]]*\]\(\s*https?://[^)\s]*(?:\?|=)[^)\s]*(?:\[|\{|%5b)",
+    ),
+    # Running something fetched from the network, or decoded from base64.
+    (
+        "execute",
+        lambda w, t: bool(w & _RUN_WORDS) or "/dev/tcp" in t or "invoke-" in t,
+        r"\b(?:curl|wget|fetch|iwr|irm|invoke-webrequest|invoke-restmethod)\b[^|\n]{0,300}"
+        r"\|\s*(?:sudo\s+(?:-\w+\s+)*)?(?:ba|z|k|da|fi|c)?sh\b|"
+        r"\b(?:curl|wget|iwr|irm|invoke-webrequest|invoke-restmethod)\b[^|\n]{0,300}"
+        r"\|\s*(?:sudo\s+)?(?:python\d?|perl|ruby|node|php|iex|invoke-expression|"
+        r"powershell|pwsh|source)\b|"
+        r"\b(?:ba|z)?sh\s+(?:-\w+\s+)*(?:<\s*\(|[\"']?\$\()\s*(?:curl|wget)\b|"
+        r"\b(?:eval|source|\.)\s+[\"']?(?:<\s*\(|\$\()\s*(?:curl|wget)\b|"
+        r"\bbase64\s+(?:-d|--decode|-D)\b[^\n]{0,200}\|\s*(?:sudo\s+)?(?:ba|z)?sh\b|"
+        r"\|\s*base64\s+(?:-d|--decode|-D)\b[^\n]{0,80}\|\s*(?:ba|z)?sh\b|"
+        r"\b(?:powershell|pwsh)(?:\.exe)?\b[^\n]{0,60}\s-e(?:nc|ncodedcommand)?\s+[A-Za-z0-9+/=]{16,}|"
+        r"\biex\s*\(\s*(?:new-object|iwr|irm|invoke-webrequest)|/dev/tcp/|"
+        r"\bnc\s+(?:-\w+\s+)*-e\s|\brm\s+-rf\s+(?:/|~|\$HOME)(?:\s|$|\*)",
+    ),
+)
+_PATTERNS: tuple[tuple[str, Anchor, re.Pattern[str]], ...] = tuple(
+    (reason, anchor, re.compile(pattern, re.IGNORECASE))
+    for reason, anchor, pattern in _RAW_PATTERNS
+)
+_WORD = re.compile(r"[a-z0-9]+")
+# Characters that hide or reorder text (bidi overrides and isolates, Unicode tags):
+# ordinary text in any script has no use for them.
+_HIDING = re.compile("[\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]")
+
+
+# A prohibition just before a match ("never pipe `curl … | sh`") is guidance, not an order.
+_NEGATED = re.compile(
+    r"\b(?:not|never|avoid|no|don'?t|instead\W+of|rather\W+than|against|forbid\w*|prohibit\w*|"
+    r"ban|banned|disallow\w*|unsafe|dangerous|insecure)\b[^.!?;]{0,40}$",
+    re.IGNORECASE,
+)
+_NEGATABLE = ("execute", "exfiltrate")
+
+
+def _normalized(text: str) -> str:
+    """What the patterns read: compatibility forms folded (full-width letters), invisible
+    characters dropped (``ig\u200bnore``), whitespace collapsed."""
+    text = unicodedata.normalize("NFKC", text) if not text.isascii() else text
+    if not text.isascii():
+        text = "".join(ch for ch in text if not _dropped(ch))
+    return " ".join(text.split())
+
+
+@lru_cache(maxsize=4096)
+def suspect_reason(*texts: str) -> str:
+    """Why the record whose fields are ``texts`` reads as orders to the agent (a word:
+    ``override``, ``role``, ``framing``, ``leak``, ``hijack``, ``exfiltrate``,
+    ``execute``, ``hiding``), or ``""`` when it does not."""
+    for raw in texts:
+        if not raw:
+            continue
+        if _HIDING.search(raw):
+            return "hiding"
+        text = _normalized(raw)
+        lower = text.lower()
+        words = frozenset(_WORD.findall(lower))
+        for reason, anchor, pattern in _PATTERNS:
+            if not anchor(words, lower):
+                continue
+            for match in pattern.finditer(text):
+                before = text[max(0, match.start() - 60) : match.start()]
+                if reason not in _NEGATABLE or not _NEGATED.search(before):
+                    return reason
+    return ""
+
+
+def path_words(path: str) -> str:
+    """A path's file name as words (``ignore-previous-instructions.md`` reads as orders too)."""
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    return re.sub(r"[-_.+]+", " ", name)
+
+
+def suspect_summary(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """``status``'s account of the suspect records among document ``rows`` (dicts with
+    kind, path, name, description, adr_id: one per document): how many, and which."""
+    found: dict[str, dict[str, str]] = {}
+    for row in rows:
+        path = str(row.get("path") or "")
+        if not path or path in found:
+            continue
+        name, description = str(row.get("name") or ""), str(row.get("description") or "")
+        reason = suspect_reason(name, description, str(row.get("adr_id") or ""), path_words(path))
+        if reason:
+            found[path] = {"path": inert_path(path), "kind": str(row.get("kind")), "reason": reason}
+    records = [found[p] for p in sorted(found)]
+    return {"count": len(records), "records": records}
