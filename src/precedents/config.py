@@ -48,6 +48,11 @@ class Thresholds:
     # changes; the scores selected on stay cosines. 0: vectors alone. Picked by
     # cross-validation on LoCoMo (docs/locomo.md).
     conversation_words: float = 0.4
+    # Date words ("yesterday", "on Tuesday", "last week": precedents.recall.when):
+    # a conversation dated inside the days they name ranks this much higher.
+    # Ranking only, like the words. Picked by cross-validation on LoCoMo questions
+    # given a date cue (docs/locomo.md).
+    conversation_dates: float = 0.5
 
 
 # Seed values. bge-m3's are the SPEC's; the bundled MiniLM's are re-tuned by

@@ -14,6 +14,7 @@ import os
 import threading
 import time
 from collections.abc import Sequence
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ from precedents.recall.batcher import Batcher, Ranked, Work
 from precedents.recall.crosslingual import CrossLingual
 from precedents.recall.exported import Exporter
 from precedents.recall.files import FileScopes
+from precedents.recall.format import record_json
 from precedents.recall.hooks import HookAnswers
 from precedents.recall.marks import AdrMarks
 from precedents.recall.mute import MuteList
@@ -41,6 +43,7 @@ from precedents.recall.vectors import (
     SecondScores,
     VectorSnapshot,
 )
+from precedents.recall.when import window
 from precedents.snapshot_file import fingerprint
 from precedents.sources import project_keys, project_root
 from precedents.store.rows import DocumentHit
@@ -330,6 +333,7 @@ class Recall(HookAnswers):
             pair = None if second is None else (second[0][idx], second[1])
             hidden = [items[i][2] for i in idx]
             words = [texts[i] for i in idx]
+            today = date.today()
             ranked_all = snapshot.rank_many(
                 vectors[idx],
                 keys,
@@ -337,6 +341,8 @@ class Recall(HookAnswers):
                 hidden=hidden,
                 texts=words,
                 words=self.thresholds.conversation_words,
+                windows=[window(t, today) for t in words],
+                dates=self.thresholds.conversation_dates,
             )
             for i, ranked in zip(idx, ranked_all, strict=True):
                 hits[i] = ranked
@@ -379,9 +385,11 @@ class Recall(HookAnswers):
         project: str | Path | None,
         kinds: Sequence[Kind] | None = None,
         k: int = DOC_RANKS,
+        today: date | None = None,
     ) -> list[DocumentHit]:
         """Documents ranked for ``text``: the top ``k`` of ``project``'s root (and shared
-        rules), or of every project when ``project`` is None (`precedents query --all`)."""
+        rules), or of every project when ``project`` is None (`precedents query --all`).
+        ``today``: the day date words count from (default: this machine's today)."""
         snapshot = self._snapshot
         if project is None:
             keys = tuple(sorted({m["project"] for m in snapshot.meta}))
@@ -389,27 +397,36 @@ class Recall(HookAnswers):
             keys = tuple(project_keys(project_root(project)))
         # The hook's ranking keeps 3 conversations; asking for more than that (a
         # project of conversation logs, `query -k 10`) ranks k of each.
-        if kinds or k > CONVERSATION_RANKS:
+        if kinds or k > CONVERSATION_RANKS or today is not None:
             vector = self.embed(text)
             with self._encode_lock:
                 second = self._second([clip_prompt(text)], snapshot)
             ranks = max(k, DOC_RANKS)
             text = clip_prompt(text)
             conversations = max(k, CONVERSATION_RANKS)
-            weight = self.thresholds.conversation_words
-            hits = snapshot.rank(vector, keys, kinds, ranks, conversations, second, text, weight)
+            hits = snapshot.rank(
+                vector,
+                keys,
+                kinds,
+                ranks,
+                conversations,
+                second,
+                text,
+                self.thresholds.conversation_words,
+                window(text, today or date.today()),
+                self.thresholds.conversation_dates,
+            )
             return hits[:k]
         return self._ranked(text, keys)[0][:k]
 
     def query(self, text: str, project: str | Path | None, k: int) -> dict[str, Any]:
         """The `precedents query --json` answer: the top ``k`` documents of ``project``'s
-        root and shared rules (every project when None), each ADR with its mark."""
-        rows = []
-        for hit in self.rank(text, project, None, k):
-            row = hit.to_json()
-            if hit.record.kind == "adr":
-                row["mark"] = self.marks.mark_for(hit.record)
-            rows.append(row)
+        root and shared rules (every project when None), each ADR with its mark; every
+        field inert, a suspect record as its path only (:func:`record_json`)."""
+        rows = [
+            record_json(hit, self.marks.mark_for(hit.record) if hit.record.kind == "adr" else None)
+            for hit in self.rank(text, project, None, k)
+        ]
         return {"project": "*all*" if project is None else project_root(project), "results": rows}
 
     def assess(self, text: str, project: str | Path) -> tuple[list[DocumentHit], float | None]:
@@ -444,14 +461,15 @@ class Recall(HookAnswers):
             self._unmuted(hits), self.thresholds, root, relevance, self.marks.successors_for
         )
         records = [h.record for h in selection.chosen]
-        withheld, text_out, shown = self._give(session, records, selection.byte_cap, HEADER)
+        given = self._give(session, records, selection.byte_cap, HEADER)
         done = time.perf_counter()
         return Answer(
-            text_out,
+            given.text,
             selection,
             project=root,
-            withheld=withheld,
-            shown=shown,
+            withheld=given.withheld,
+            shown=given.shown,
+            suspect=given.suspect,
             timings_ms={
                 "wait": (ranked - started) * 1000 - embed_ms - search_ms,
                 "embed": embed_ms,

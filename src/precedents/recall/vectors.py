@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 
 from precedents.kinds import Kind
 from precedents.lexical import Lexical, Postings, document_texts
+from precedents.recall.when import Window, day_of
 from precedents.store.rows import DocumentHit, DocumentRecord
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ class _Subset:
     second_matrix: NDArray[np.float32]  # those vectors, in the same order
     doc_of_path: dict[str, int]  # each document's index, by path
     lex_docs: NDArray[np.int64]  # each document's number in the word index (-1: none)
+    days: NDArray[np.int64]  # each conversation's date as a day ordinal (-1: none)
 
 
 @dataclass
@@ -166,6 +168,7 @@ class VectorSnapshot:
                 [word_doc.get(self.meta[r[0]]["path"], -1) for r in by_doc.values()],
                 dtype=np.int64,
             ),
+            days=np.asarray([_ordinal(self.meta[rows[starts[d]]]) for d in convs], dtype=np.int64),
         )
         with self._lock:
             self._subsets[key] = subset
@@ -185,6 +188,8 @@ class VectorSnapshot:
         second: SecondScores | None = None,
         text: str = "",
         words: float = 0.0,
+        when: Window | None = None,
+        dates: float = 0.0,
     ) -> list[DocumentHit]:
         """Documents of ``projects`` by their best chunk's cosine, best first (with
         ``words``, a conversation also by the words of ``text``: :meth:`rank_many`).
@@ -196,7 +201,16 @@ class VectorSnapshot:
         q = np.asarray(vector, dtype=np.float32).reshape(1, -1)
         texts = [text] if text else None
         return self.rank_many(
-            q, projects, kinds, doc_ranks, conversation_ranks, second, texts=texts, words=words
+            q,
+            projects,
+            kinds,
+            doc_ranks,
+            conversation_ranks,
+            second,
+            texts=texts,
+            words=words,
+            windows=[when],
+            dates=dates,
         )[0]
 
     def rank_many(
@@ -210,6 +224,8 @@ class VectorSnapshot:
         hidden: Sequence[frozenset[str]] | None = None,
         texts: Sequence[str] | None = None,
         words: float = 0.0,
+        windows: Sequence[Window | None] | None = None,
+        dates: float = 0.0,
     ) -> list[list[DocumentHit]]:
         """:meth:`rank` for several query vectors (one row each) in one matrix product.
 
@@ -221,8 +237,11 @@ class VectorSnapshot:
         a conversation ranks by its cosine plus ``words`` times its BM25 for the
         question, scaled by the best among the conversations ranked
         (``Thresholds.conversation_words``, docs/locomo.md); notes, rules and ADRs
-        keep their cosine order, on which their selection is calibrated. Every
-        hit's score stays its exact cosine: only the order changes.
+        keep their cosine order, on which their selection is calibrated.
+        ``windows`` and ``dates``: per question, the days its date words name
+        (:mod:`precedents.recall.when`); a conversation dated inside ranks
+        ``dates`` higher (``Thresholds.conversation_dates``). Every hit's score
+        stays its exact cosine: only the order changes.
         """
         sub = self._subset(projects)
         if not len(sub.rows):
@@ -246,6 +265,7 @@ class VectorSnapshot:
                 best = best.copy()
                 best[masked] = -np.inf
             key = self._with_words(sub, best, texts[j] if texts else "", words)
+            key = _with_dates(sub, key, windows[j] if windows else None, dates)
             picks: list[tuple[float, int]] = []
             for group, limit in ((sub.docs, doc_ranks), (sub.conversations, conversation_ranks)):
                 picks += self._top(sub, group, key, limit, allowed)
@@ -327,3 +347,22 @@ def search(
 
 
 EMPTY = VectorSnapshot(version=None, meta=[], matrix=np.zeros((0, 0), dtype=np.float32))
+
+
+def _ordinal(meta: dict[str, Any]) -> int:
+    day = day_of(str(meta.get("date") or ""))
+    return -1 if day is None else day.toordinal()
+
+
+def _with_dates(
+    sub: _Subset, key: NDArray[np.float32], when: Window | None, weight: float
+) -> NDArray[np.float32]:
+    """``key`` with the conversations dated inside ``when`` raised by ``weight``."""
+    if when is None or not weight or not len(sub.conversations):
+        return key
+    inside = (sub.days >= when.start.toordinal()) & (sub.days <= when.end.toordinal())
+    if not inside.any():
+        return key
+    key = key.copy()
+    key[sub.conversations[inside]] += weight
+    return key
