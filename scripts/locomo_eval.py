@@ -272,6 +272,7 @@ def evaluate(
     k: int,
     model: Embedder | None = None,
     words: Sequence[float | None] = (None,),
+    model_id: str | None = None,
 ) -> list[Run]:
     """Write, index and rank ``samples`` under ``work``; ``k`` sessions kept per question.
     One run per weight in ``words`` (None: the model's default), on one index."""
@@ -280,6 +281,8 @@ def evaluate(
     for sample, folder in zip(samples, folders, strict=True):
         write_transcripts(sample, folder)
     settings = Settings(home=work / "state", discover_claude=False, conversations=tuple(folders))
+    if model_id:
+        settings = replace(settings, model=model_id)
     model = model or load_embedder(settings.model, settings.device)
     report = index(settings, model)
     recall = Recall(settings, model)
@@ -441,6 +444,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--words", type=float, nargs="+", help="word weight(s) for conversations (0: vectors)"
     )
     parser.add_argument("--cv", type=int, default=0, help="cross-validate --words, FOLDS groups")
+    parser.add_argument("--model", help="embedding model id (default: the settings' model)")
     return parser.parse_args(argv)
 
 
@@ -453,7 +457,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ks = sorted(set(args.k))
     weights: list[float | None] = list(args.words) if args.words else [None]
     with work_folder(args.work) as work:
-        runs = evaluate(samples, work, max(ks), words=weights)
+        runs = evaluate(samples, work, max(ks), words=weights, model_id=args.model)
     if args.cv:
         run, chosen = cross_validate(runs, args.cv)
     else:

