@@ -68,6 +68,7 @@ class Message:
     successor: str = ""
     group: str = ""  # the label its figures are reported under (default: the set's name)
     padded: bool = False  # an unrelated message wrapped in neutral chatter
+    where: str = ""  # its file and line, for errors
 
 
 @dataclass
@@ -122,6 +123,7 @@ def _message(row: Any, group: str, where: str) -> Message:
         str(row.get("successor") or ""),
         str(row.get("group") or group),
         bool(row.get("padded_from")),
+        where,
     )
 
 
@@ -140,10 +142,51 @@ def load_messages(folder: Path) -> list[Message]:
             row = json.loads(line)
         except ValueError as exc:
             raise UsageError(f"{path}:{n}: not JSON ({exc})") from None
-        out.append(_message(row, folder.name, f"{path}:{n}"))
+        msg = _message(row, folder.name, f"{path}:{n}")
+        _check_files(folder, msg)
+        out.append(msg)
     if not out:
         raise UsageError(f"{path}: no messages")
     return out
+
+
+def _named(msg: Message) -> list[tuple[str, str]]:
+    """Every record id a message names, with the field that names it."""
+    out = [("expected", e) for e in msg.expected]
+    out += [(name, rid) for name, rid in (("trap", msg.trap), ("successor", msg.successor)) if rid]
+    return out
+
+
+def _who(msg: Message) -> str:
+    """How an error names a message: its file and line, and its id when it has its own."""
+    return msg.where if msg.id == msg.where else f"{msg.where} (message {msg.id!r})"
+
+
+def _check_files(folder: Path, msg: Message) -> None:
+    """Every id the message names is a file of the set; else a :class:`UsageError`.
+
+    A label that names nothing would otherwise be scored as a miss forever, and
+    the figures would blame the model for a typo in the set.
+    """
+    for name, rid in _named(msg):
+        rel = Path(rid)
+        if rel.is_absolute() or ".." in rel.parts or not (folder / rel).is_file():
+            raise UsageError(
+                f"{_who(msg)}: {name} {rid!r} names no file of the set "
+                "(a record id is a path relative to the set, e.g. notes/x.md)"
+            )
+
+
+def _check_records(messages: Sequence[Message], records: set[str]) -> None:
+    """Every id the messages name is a record the set's store holds (a file that
+    indexed to nothing, say an empty note or a .txt under notes/, is no record)."""
+    for msg in messages:
+        for name, rid in _named(msg):
+            if rid not in records:
+                raise UsageError(
+                    f"{_who(msg)}: {name} {rid!r} is a file of the set, "
+                    "but no record was indexed from it (empty, or not a note, rule or ADR?)"
+                )
 
 
 def check_set(folder: Path) -> Sources:
@@ -186,6 +229,7 @@ def _rank_set(set_settings: Settings, folder: Path, model: Embedder, run: EvalRu
     recall = Recall(set_settings, model)
     try:
         ids = {m["path"]: str(Path(m["path"]).relative_to(folder)) for m in recall.snapshot.meta}
+        _check_records(messages, set(ids.values()))
         one = SetRun(folder.name, project_root(folder), ids, recall.marks)
         run.sets.append(one)
         for msg in messages:

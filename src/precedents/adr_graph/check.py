@@ -5,7 +5,11 @@ nothing), both-direction disagreements, replacements across components,
 records with no usable status (an unrecognised status word is named with its
 file and line, for someone to fix), duplicate ids. Warnings (exit code unaffected):
 links to renamed files that resolve by their number, superseded records that
-name no successor, supersessions declared by records not yet accepted.
+name no successor, supersessions declared by records not yet accepted, and
+any warning of the build (what `adr list` prints as ``warning:``) that no
+finding already reports, so that check shows, and its summary counts, every
+warning there is. A build warning about a record whose status is unknown is
+the cause its status finding reports (an error), so it is not counted twice.
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ def check(
         for warning in warnings
         if " is also " in warning  # the build's wording for two files with one id
     )
+    out.extend(_build_warnings(records, warnings))
     for rec in sorted(records.values(), key=lambda r: r.path):
         out.extend(_status_findings(rec))
         out.extend(_link_findings(records, rec))
@@ -68,6 +73,20 @@ def check(
                     "warning",
                 )
             )
+    return out
+
+
+def _build_warnings(records: Mapping[str, AdrRecord], warnings: Sequence[str]) -> list[Finding]:
+    """The build's warnings that no other finding reports, as ``warning`` findings."""
+    reported = tuple(f"{r.path}:" for r in records.values() if r.status == UNKNOWN)
+    out: list[Finding] = []
+    for warning in warnings:
+        if " is also " in warning or warning.startswith(reported):
+            continue  # a duplicate_id error, or the cause of a status error
+        path, _, message = warning.partition(": ")
+        path, _, line = path.partition(":")  # "file.md:12: ..." names its line
+        where = f"line {line}: " if line.isdigit() else ""
+        out.append(Finding("build_warning", path, f"{where}{message}", "warning"))
     return out
 
 

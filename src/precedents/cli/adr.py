@@ -194,14 +194,16 @@ def check_cmd(dir: DirOption = None, json_out: JsonOpt = False) -> None:
     found (for CI)."""
     view = _view(dir)
     findings = view.check(view.graph.check())
+    # The summary counts the very lines printed, by the severity each is printed with.
     errors = sum(f["severity"] == "error" for f in findings)
+    warnings = sum(f["severity"] == "warning" for f in findings)
     if json_out:
         print_json(
             {
                 "folder": inert_path(str(view.graph.folder)),
                 "records": len(view.graph),
                 "errors": errors,
-                "warnings": len(findings) - errors,
+                "warnings": warnings,
                 "findings": findings,
             }
         )
@@ -209,7 +211,7 @@ def check_cmd(dir: DirOption = None, json_out: JsonOpt = False) -> None:
         for f in findings:
             typer.echo(f"{f['severity']:7} {f['kind']:20} {f['path']}: {f['message']}")
         typer.echo(
-            f"{len(view.graph)} ADRs: {errors} error(s), {len(findings) - errors} warning(s)",
+            f"{len(view.graph)} ADRs: {errors} error(s), {warnings} warning(s)",
             err=bool(findings),
         )
     if errors:

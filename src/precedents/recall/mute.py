@@ -4,6 +4,13 @@ Kept in the state folder (``muted.json``: a list of absolute paths), read by
 the daemon on every question when the file changed (one ``stat``), so a mute
 takes effect at the next message without a restart. A muted record still
 ranks in `precedents query`; it is only never injected.
+
+What may be muted (:meth:`MuteList.check`): a file that exists. A path that
+names nothing, or a folder, would be a mute that mutes nothing, so it is
+refused. A file that exists but is not indexed (yet) is accepted without
+looking at the index: the watcher may index it later, and the mute holds from
+then on; finding out would cost this command a LanceDB import. `unmute` takes
+any path on the list, even one whose file is gone.
 """
 
 from __future__ import annotations
@@ -47,6 +54,27 @@ class MuteList:
             return []  # a damaged list mutes nothing rather than breaking answers
         return [p for p in data if isinstance(p, str)] if isinstance(data, list) else []
 
+    @staticmethod
+    def target(path: str | Path) -> str:
+        """``path`` as the list holds it: absolute, as the indexer stores record paths."""
+        return str(Path(path).expanduser().absolute())
+
+    def check(self, path: str | Path, *, undo: bool = False) -> None:
+        """Refuse, as a :class:`UsageError`, a change that would change nothing real:
+        muting a path that names no file, unmuting one that is neither listed nor a file."""
+        target = self.target(path)
+        where = Path(target)
+        if undo:
+            if target in self._read() or where.is_file():
+                return  # listed: removable even when the file is gone; a file: "already"
+            raise UsageError(f"{target}: not muted, and no such file")
+        if where.is_dir():
+            raise UsageError(f"{target} is a folder; `mute` takes one record's file")
+        if not where.is_file():
+            raise UsageError(
+                f"{target}: no such file; `mute` takes a record's file (a note, rule or ADR)"
+            )
+
     def mute(self, path: str | Path) -> tuple[str, bool]:
         """Add ``path`` (made absolute); returns it and whether it was new."""
         return self._change(path, add=True)
@@ -56,7 +84,7 @@ class MuteList:
         return self._change(path, add=False)
 
     def _change(self, path: str | Path, *, add: bool) -> tuple[str, bool]:
-        target = str(Path(path).expanduser().absolute())
+        target = self.target(path)
         current = set(self._read())
         changed = (target not in current) if add else (target in current)
         if add:

@@ -5,7 +5,10 @@ Linux gets systemd user units (``~/.config/systemd/user``), macOS LaunchAgents
 package (``templates/systemd/``, ``templates/launchd/``) with the interpreter
 and the state folder filled in, so what is installed is exactly what is
 reviewed there. When ``systemctl``/``launchctl`` is missing the files are still
-written and the result says so; nothing else on the system is touched.
+written (or removed) and the result says so; nothing else on the system is
+touched. When the manager is there but fails, the command fails (exit 1, one
+line naming the command and its reason): `uninstall` then removes no file, so
+running it again once the manager answers finishes the job.
 """
 
 from __future__ import annotations
@@ -122,10 +125,12 @@ def failure_reason(output: str, code: int) -> str:
     return lines[-1] if lines else f"exit status {code}"
 
 
-def _run(cmd: list[str], result: ServiceResult, *, strict: bool = False) -> None:
-    """Run a manager command; with ``strict``, a failure is a :class:`PrecedentsError`."""
+def _run(cmd: list[str], result: ServiceResult, then: str, missing: str) -> None:
+    """Run a manager command; its failure is a :class:`PrecedentsError` whose line
+    ends with ``then`` (where that leaves the user). A manager that is not
+    installed is a note (``missing``): there is nothing it could have loaded."""
     if shutil.which(cmd[0]) is None:
-        result.notes.append(f"{cmd[0]} not found: files written, not loaded")
+        result.notes.append(f"{cmd[0]} not found: {missing}")
         return
     result.commands.append(" ".join(cmd))
     try:
@@ -135,12 +140,7 @@ def _run(cmd: list[str], result: ServiceResult, *, strict: bool = False) -> None
     if proc.returncode == 0:
         return
     reason = failure_reason(proc.stderr or proc.stdout, proc.returncode)
-    if strict:
-        raise PrecedentsError(
-            f"`{' '.join(cmd)}` failed: {reason} (the unit files are written; "
-            "start them once the service manager is reachable, or run `precedents watch`)"
-        )
-    result.notes.append(f"`{' '.join(cmd)}` failed: {reason}")
+    raise PrecedentsError(f"`{' '.join(cmd)}` failed: {reason} ({then})")
 
 
 def install_service(
@@ -177,26 +177,54 @@ def install_service(
         except OSError as exc:
             raise PrecedentsError(f"{path}: cannot write ({exc.strerror})") from None
     for cmd in commands:
-        _run(cmd, result, strict=True)
+        _run(
+            cmd,
+            result,
+            "the unit files are written; start them once the service manager is reachable, "
+            "or run `precedents watch`",
+            "files written, not loaded",
+        )
     return result
 
 
 def uninstall_service(*, load: bool = True) -> ServiceResult:
-    """Stop and remove exactly the units ``install_service`` writes."""
+    """Stop and remove exactly the units ``install_service`` writes.
+
+    A unit the manager failed to stop is a :class:`PrecedentsError`, and no file
+    is removed: a unit file gone while its service still runs (and is still
+    enabled) could no longer be stopped by this command.
+    """
     manager = _platform_manager()
     names = SYSTEMD_UNITS if manager == "systemd" else LAUNCHD_AGENTS
     folder = unit_dir(manager)
     present = [folder / n for n in names if (folder / n).exists()]
     result = ServiceResult(manager)
+    kept = (
+        "no unit file removed; run it again once the service manager answers, or "
+        "`precedents service uninstall --no-load` to remove only the files"
+    )
     if load and present:
         if manager == "systemd":
-            _run(["systemctl", "--user", "disable", "--now", *[p.name for p in present]], result)
+            stop = [["systemctl", "--user", "disable", "--now", *[p.name for p in present]]]
         else:
-            for path in present:
-                _run(["launchctl", "unload", "-w", str(path)], result)
+            stop = [["launchctl", "unload", "-w", str(path)] for path in present]
+        for cmd in stop:
+            _run(cmd, result, kept, "files removed, no unit stopped")
     for path in present:
-        path.unlink()
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            continue  # removed meanwhile: what was asked
+        except OSError as exc:
+            raise PrecedentsError(f"{path}: cannot remove ({exc.strerror})") from None
         result.files.append(str(path))
-    if load and present and manager == "systemd":
-        _run(["systemctl", "--user", "daemon-reload"], result)
+    # Without systemctl the note above already says so; there is nothing to reload.
+    if load and present and manager == "systemd" and shutil.which("systemctl") is not None:
+        _run(
+            ["systemctl", "--user", "daemon-reload"],
+            result,
+            "the units are stopped and their files removed; systemd forgets them at its "
+            "next reload or login",
+            "files removed, no unit stopped",
+        )
     return result
