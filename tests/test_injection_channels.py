@@ -372,7 +372,7 @@ def test_every_channel_through_the_real_daemon_and_hook(
         check("query", text_violations(printed.rstrip("\n")))
         assert "⚠️suspect note" in printed
         info = api.status(settings)
-        assert info["via"] == "daemon" and info["suspect"]["count"] == len(suspects)
+        assert info["suspect"]["count"] == len(suspects)  # status reads no daemon (#21)
         why = api.why(settings, str(repo), n=50)
         flagged = {p for a in why for p in a["suspect"]}
         assert flagged and flagged <= suspects  # `why` names what was shown as a path only

@@ -24,10 +24,11 @@ if TYPE_CHECKING:
     from precedents.embedding import Embedder
     from precedents.indexer import IndexReport
     from precedents.progress import Progress
+    from precedents.store import Store
 
 # The model, LanceDB, pyarrow and numpy are imported inside the calls that need
-# them: `status` and `query` with a daemon running answer without them, and a
-# CLI process pays ~0.3 s less (bench/status.py).
+# them: `status` (from the saved summary, store/health.py) and `query` with a
+# daemon running answer without any of them (issue #21: 0.24 s each, loaded).
 
 log = logging.getLogger("precedents.api")
 
@@ -67,9 +68,31 @@ def reindex(
             store.stamp(
                 model_load_seconds=f"{lazy.loaded.load_seconds:.2f}", device=lazy.loaded.device
             )
+        _save_summary(settings, store)  # the next `status` answers without reading it
         if full:
             switch_in(settings.index_dir, target)
     return report
+
+
+def _save_summary(settings: Settings, store: Store) -> None:
+    """Record what the store holds now, under the writer lock (nothing moves meanwhile).
+
+    Stamped with the store's own folder: a rebuild's files keep their names,
+    sizes and mtimes when the folder is switched in. A failure costs `status`
+    one read of the store, nothing else.
+    """
+    from precedents.store.health import save, tree_stamp
+    from precedents.store.summary import summarize
+
+    found = tree_stamp(store.path)
+    if found is None:
+        return
+    try:
+        summary = summarize(store)
+    except (PrecedentsError, OSError) as exc:
+        log.info("the store's summary was not saved: %s", exc)
+        return
+    save(settings.index_dir, settings.cache_dir, found[0], summary)
 
 
 def query(
@@ -89,11 +112,17 @@ def query(
     either way by :class:`Recall`, the code the hook's daemon runs, so
     `query` and the hook order the same question the same way.
     """
+    _check_query(text)
     target = None if all_projects else project_root(project or Path.cwd())
     if embedder is None:
         answer = _ask_daemon(settings, text, target, k)
         if answer is not None:
             return answer
+    # Before the model loads (seconds): a store that cannot be read is one line and
+    # exit 1, not "no records found" (issue #21). Free while the folder is unchanged.
+    from precedents.store.health import verify
+
+    verify(settings.index_dir, settings.cache_dir)
     from precedents.recall import Recall
 
     recall = Recall(settings, embedder)
@@ -103,6 +132,15 @@ def query(
         return {**recall.query(text, target, k), "via": "in-process"}
     finally:
         recall.close()
+
+
+def _check_query(text: str) -> None:
+    """Refuse a question with nothing to embed: a blank text still has a vector, and
+    every record is "nearest" to it (the MCP `recall` tool refuses it the same way)."""
+    from precedents.errors import UsageError
+
+    if not protocol.clip_prompt(text).strip():
+        raise UsageError("query is empty")
 
 
 def _ask_daemon(
@@ -123,6 +161,7 @@ def auto_context(settings: Settings, text: str, *, project: str | None = None) -
     """Exactly what the hook would inject for ``text`` (the daemon's code, in-process)."""
     from precedents.recall import auto_context as recall_auto_context
 
+    _check_query(text)
     return recall_auto_context(settings, text, project)
 
 
@@ -152,31 +191,16 @@ def status(settings: Settings) -> dict[str, Any]:
         "last_indexed": None,
         "indexing": read_progress(settings.run_dir),
     }
-    if not (settings.index_dir / "meta.lance").exists():  # Store.exists, without LanceDB
+    # From the summary saved when the store was last read whole (by the daemon's
+    # export, a `reindex` or an earlier `status`) while the folder is unchanged;
+    # else read with `lance` now. A store that cannot be read is a StoreError:
+    # one line naming the fix, exit 1 (issue #21). No daemon, no model, no LanceDB.
+    from precedents.store.health import summary as store_summary
+
+    found, via = store_summary(settings.index_dir, settings.cache_dir)
+    if found is None:
         return info
-    # A running daemon holds the store open: asking it spares this process the
-    # LanceDB import (~0.5 s of the ~1.3 s an in-process status takes).
-    summary = _daemon_status(settings)
-    info["via"] = "daemon" if summary is not None else "in-process"
-    if summary is None:
-        from precedents.store import Store
-        from precedents.store.summary import summarize
-
-        stored = Store.stored_model(settings.index_dir)
-        if stored is None:
-            return info
-        summary = summarize(Store(settings.index_dir, stored[0], stored[1], create=False))
-    return {**info, **summary}
-
-
-def _daemon_status(settings: Settings) -> dict[str, Any] | None:
-    """The running daemon's summary of the store, or None (none runs, or it is starting)."""
-    try:
-        answer = protocol.ask({"op": "status"}, DAEMON_QUERY_S, str(settings.run_dir))
-    except protocol.Unavailable:
-        return None
-    summary = answer.get("summary")
-    return summary if answer.get("ok") and isinstance(summary, dict) else None
+    return {**info, **found, "via": via}
 
 
 def setup(settings: Settings, model: str | None = None) -> dict[str, Any]:
@@ -229,10 +253,12 @@ def why(settings: Settings, project: str | None = None, n: int = 5) -> list[dict
 
 
 def mute(settings: Settings, path: Path, *, undo: bool = False) -> dict[str, Any]:
-    """Never inject the record at ``path`` again (``undo``: inject it again)."""
+    """Never inject the record at ``path`` again (``undo``: inject it again); a path
+    that names no file is a :class:`UsageError` (recall/mute.py says what is taken)."""
     from precedents.recall.mute import MuteList
 
     muted = MuteList(settings.home)
+    muted.check(path, undo=undo)  # a path that names no file is refused, not listed
     target, changed = muted.unmute(path) if undo else muted.mute(path)
     return {"path": target, "muted": not undo, "changed": changed}
 

@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +35,7 @@ from precedents.chunking import (
 from precedents.config import Settings
 from precedents.embedding import Embedder, canonical_model_id, load_embedder
 from precedents.errors import ModelError
+from precedents.index_report import IndexReport as IndexReport
 from precedents.kinds import KINDS, Kind
 from precedents.language import is_english
 from precedents.progress import PassProgress, Progress
@@ -71,6 +72,11 @@ CHANGED_KINDS: dict[int, frozenset[Kind]] = {
     4: _DOCUMENTS,
     5: frozenset(KINDS),
 }
+
+# Meta keys of a re-read in progress: the parser version, and when it began (files
+# written since were read by that version).
+REREAD_VERSION = "rereading"
+REREAD_SINCE = "rereading_since"
 
 
 def reread_kinds(stamped: str | None) -> frozenset[Kind]:
@@ -131,44 +137,6 @@ def lazy_store(settings: Settings, index_dir: Path | None = None) -> LazyStore[E
         canonical_model_id(settings.model),
         lambda: load_embedder(settings.model, settings.device),
     )
-
-
-@dataclass
-class IndexReport:
-    """What one indexing pass did."""
-
-    files_seen: int = 0
-    files_indexed: int = 0
-    files_unchanged: int = 0
-    files_deleted: int = 0
-    chunks_embedded: int = 0
-    skipped_sessions: int = 0
-    bad_lines: int = 0
-    seconds: float = 0.0
-    model_seconds: float = 0.0
-    problems: list[Problem] = field(default_factory=list)
-
-    @property
-    def chunks_per_second(self) -> float:
-        """Indexing throughput of this pass, the model's load time left out."""
-        busy = self.seconds - self.model_seconds
-        return self.chunks_embedded / busy if busy > 0 else 0.0
-
-    def to_json(self) -> dict[str, object]:
-        """The ``reindex --json`` shape."""
-        return {
-            "files_seen": self.files_seen,
-            "files_indexed": self.files_indexed,
-            "files_unchanged": self.files_unchanged,
-            "files_deleted": self.files_deleted,
-            "chunks_embedded": self.chunks_embedded,
-            "skipped_sessions": self.skipped_sessions,
-            "bad_lines": self.bad_lines,
-            "seconds": round(self.seconds, 3),
-            "model_load_seconds": round(self.model_seconds, 3),
-            "chunks_per_second": round(self.chunks_per_second, 1),
-            "problems": [{"path": p.path, "reason": p.reason} for p in self.problems],
-        }
 
 
 @dataclass(frozen=True)
@@ -263,8 +231,12 @@ class Indexer:
             # Records were read by another version of the parser: what is stored
             # (names, descriptions, chunks) may differ from what it reads now.
             kinds = reread_kinds(self.store.meta().get("chunker"))
+            since = self._rereading_since()
             log.info("the record parser changed: re-reading every %s", ", ".join(sorted(kinds)))
-            known = {p: f for p, f in known.items() if f.kind not in kinds}
+            # Files this parser already wrote (a pass cut short after its commits)
+            # stay as they are: an interrupted re-read goes on, it does not start
+            # over (issue #21: 96 files embedded again, 82 s).
+            known = {p: f for p, f in known.items() if f.kind not in kinds or f.indexed_at >= since}
         tracker = PassProgress(self.settings.run_dir, progress)
         try:
             self.index_files(first_things_first(walk.files), report, tracker, known)
@@ -275,6 +247,19 @@ class Indexer:
         report.model_seconds = self.model_seconds
         self.store.stamp(last_indexed=f"{time.time():.3f}", chunker=CHUNKER_VERSION)
         return report
+
+    def _rereading_since(self) -> float:
+        """When the re-read of every record by this parser version began: stamped in the
+        store at the first pass, so a later pass knows which files are already done."""
+        meta = self.store.meta()
+        if meta.get(REREAD_VERSION) == CHUNKER_VERSION:
+            try:
+                return float(meta[REREAD_SINCE])
+            except (KeyError, ValueError):
+                pass
+        since = time.time()
+        self.store.stamp(**{REREAD_VERSION: CHUNKER_VERSION, REREAD_SINCE: f"{since:.6f}"})
+        return since
 
     def index_files(
         self,
@@ -382,6 +367,7 @@ class Indexer:
             text = data.decode("utf-8", errors="replace")
             report.problems.append(Problem(str(src.path), "not valid UTF-8: bad bytes replaced"))
         if not text.strip():
+            report.files_empty += 1
             report.problems.append(Problem(str(src.path), "empty file: nothing to index"))
             return None, []
         # Mask before parsing and chunking: a secret cut by a chunk boundary

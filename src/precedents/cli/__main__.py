@@ -1,6 +1,6 @@
 """``python -m precedents.cli``: the same command line as the ``precedents`` script."""
 
-from precedents.cli.app import main
+from precedents.cli import main
 
 if __name__ == "__main__":
     main()

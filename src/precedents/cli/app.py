@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-import sys
 from typing import Annotated
 
 import typer
@@ -18,7 +16,7 @@ import precedents.cli.remember as remember
 import precedents.cli.service as service
 import precedents.cli.watch as watch
 import precedents.cli.why as why
-from precedents.config import private_umask
+from precedents.cli.fast import start_process
 
 app = typer.Typer(
     help="Local memory recall for AI coding agents: notes, rules, ADRs and conversations.",
@@ -39,14 +37,9 @@ def _root(
         bool, typer.Option("--verbose", "-v", help="Log progress to stderr.")
     ] = False,
 ) -> None:
-    # Entry points alone set the umask: the store holds excerpts of private notes,
-    # so everything this process creates is for its owner only.
-    private_umask()
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    # Entry points alone set the umask (the store holds excerpts of private notes)
+    # and logging; the same call starts the commands cli/fast.py runs.
+    start_process(verbose)
 
 
 def main() -> None:

@@ -84,8 +84,20 @@ def _summary(report: IndexReport) -> str:
     model = (
         f"; model loaded in {report.model_seconds:.1f}s)" if report.model_seconds >= 0.05 else ")"
     )
+    # A file read but holding nothing to search (an automated session, an empty
+    # note) is not "indexed": `make run` once said "12 indexed" of 11 such (#21).
+    skipped = [
+        f"{n} {what}{'s' if n > 1 else ''}"
+        for n, what in (
+            (report.skipped_sessions, "automated session"),
+            (report.files_empty, "empty file"),
+        )
+        if n
+    ]
+    empty = report.skipped_sessions + report.files_empty
+    left_out = f"{empty} skipped ({', '.join(skipped)}: nothing to search), " if empty else ""
     return (
-        f"{report.files_seen} files: {report.files_indexed} indexed, "
+        f"{report.files_seen} files: {report.files_indexed - empty} indexed, {left_out}"
         f"{report.files_unchanged} unchanged, {report.files_deleted} removed; "
         f"{report.chunks_embedded} chunks embedded in {report.seconds:.1f}s "
         f"({report.chunks_per_second:.0f}/s{model}"

@@ -15,7 +15,6 @@ Design notes (measured facts in SPEC §3):
 
 from __future__ import annotations
 
-import errno
 import functools
 import logging
 import time
@@ -31,6 +30,8 @@ from numpy.typing import NDArray
 from precedents.config import ensure_private_dir
 from precedents.errors import ModelMismatch, StoreError
 from precedents.kinds import Kind
+from precedents.store.failures import LANCE_ERRORS as _LANCE_ERRORS
+from precedents.store.failures import damaged, failed
 from precedents.store.schema import (
     ADDED_COLUMNS,
     CHUNKS,
@@ -57,38 +58,7 @@ WRITE_BATCH_ROWS = 1024
 COMPACT_EVERY_COMMITS = 50
 CLEANUP_MARGIN = timedelta(minutes=10)
 
-_LANCE_ERRORS = (OSError, ValueError, RuntimeError)
 T = TypeVar("T")
-
-
-def disk_full(exc: BaseException) -> bool:
-    """Whether a LanceDB/OS failure is a full disk (or quota), whatever layer reported it."""
-    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return True
-    text = str(exc)
-    return "No space left on device" in text or "Disk quota exceeded" in text
-
-
-def failed(path: Path, action: str, exc: BaseException) -> StoreError:
-    """One line for a failed write: a full disk says so, without lance's internal paths."""
-    if disk_full(exc):
-        return StoreError(
-            f"{action} failed: the disk holding {path} is full; free some space and run "
-            "`precedents reindex` (nothing indexed before was lost)"
-        )
-    reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-    return StoreError(f"{action} failed: {reason}")
-
-
-def damaged(path: Path, exc: BaseException) -> StoreError:
-    """The one-line error for an index LanceDB cannot read."""
-    if disk_full(exc):
-        return failed(path, "using the index", exc)
-    reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-    return StoreError(
-        f"the index at {path} is damaged or unreadable ({reason}); "
-        "`precedents reindex` rebuilds it from the sources"
-    )
 
 
 def _translated(fn: Callable[..., T]) -> Callable[..., T]:
