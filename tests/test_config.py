@@ -29,6 +29,7 @@ SAMPLES: dict[str, tuple[str, object]] = {
     "max_file_bytes": ("1234567", 1234567),
     "max_conversation_bytes": ("7654321", 7654321),
     "hook_budget_ms": ("450", 450.0),
+    "first_prompt_budget_ms": ("6000", 6000.0),
     "claude_dir": ('"~/elsewhere/.claude"', Path("~/elsewhere/.claude").expanduser()),
     "idle_timeout_s": ("90", 90.0),
     "discover_claude": ("false", False),

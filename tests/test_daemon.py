@@ -103,12 +103,14 @@ def test_idle_timeout_exits_and_cleans_up(home: Path) -> None:
 
 
 def test_a_question_resets_the_idle_clock(home: Path) -> None:
-    daemon = Daemon(settings_for(home), idle_timeout_s=1.5, recall_factory=lambda s: FakeRecall())
+    # Questions 0.6 s apart against a 3 s idle timeout: 2.4 s to spare for each
+    # answer on a busy machine.
+    daemon = Daemon(settings_for(home), idle_timeout_s=3.0, recall_factory=lambda s: FakeRecall())
     thread, _ = run_in_thread(daemon)
-    for _ in range(4):
+    for _ in range(6):
         time.sleep(0.6)
         assert ask(home, {"op": "context", "prompt": "a question", "cwd": "/x"})["ok"]
-    assert thread.is_alive()  # 2.4 s in, but never 1.5 s without a question
+    assert thread.is_alive()  # 3.6 s in, but never 3 s without a question
     thread.join(10)
     assert not thread.is_alive()
 
@@ -152,7 +154,9 @@ def test_protocol_errors_are_answers(home: Path, fake_daemon: Daemon) -> None:
 
 
 def test_many_clients_at_once(home: Path) -> None:
-    recall = FakeRecall(delay=0.05)
+    # Long enough that one after another (20 x 0.25 s) and in parallel (two rounds
+    # of 16 workers) stay far apart on a busy machine too.
+    recall = FakeRecall(delay=0.25)
     daemon = Daemon(settings_for(home), recall_factory=lambda s: recall)
     thread, _ = run_in_thread(daemon)
     answers: list[dict[str, Any]] = []
@@ -173,7 +177,7 @@ def test_many_clients_at_once(home: Path) -> None:
     daemon.stop()
     thread.join(10)
     assert sorted(a["context"] for a in answers) == sorted(f"ctx 12 /p{i}" for i in range(20))
-    assert elapsed < 20 * 0.05  # served in parallel, not one after another
+    assert elapsed < 20 * 0.25 / 2  # served in parallel: not half the serial time
 
 
 def test_tcp_transport_needs_the_secret_and_tags_answers(home: Path) -> None:
@@ -475,14 +479,15 @@ def test_a_removed_or_replaced_socket_is_recreated(home: Path) -> None:
                 sock_path.write_text("not a socket")
             lost = time.monotonic()
             back = None
-            while time.monotonic() - lost < 5:
+            while time.monotonic() - lost < 20:
                 try:
                     if protocol.ask({"op": "ping"}, 1.0, run)["pid"] == pid:
                         back = time.monotonic() - lost
                         break
                 except protocol.Unavailable:
                     time.sleep(0.02)
-            assert back is not None and back < 3.0, f"socket {fault}: still down"
+            # Recreated within ACCEPT_POLL_S on an idle machine; generous for a busy one.
+            assert back is not None and back < 15.0, f"socket {fault}: still down"
             assert stat.S_ISSOCK(sock_path.stat().st_mode)
             assert stat.S_IMODE(sock_path.stat().st_mode) == 0o600
             # `serve --status` agrees with `serve`: one is running.
@@ -546,10 +551,12 @@ def test_the_idle_clock_starts_when_the_daemon_is_ready(home: Path) -> None:
     thread.start()
     while thread.is_alive() and time.monotonic() - started < 20:
         if ready_at is None and daemon.recall is not None:
-            ready_at = time.monotonic()
+            # The daemon's own clock: a poll here may see it late on a busy machine.
+            ready_at = daemon._last_question
         time.sleep(0.01)
     exited_at = time.monotonic()
     assert not thread.is_alive()
     assert ready_at is not None, f"exited while loading: {result}"
-    assert exited_at - ready_at >= 0.9, (exited_at - ready_at, result)
+    assert ready_at - started >= 1.9  # the idle clock started after the 2 s load
+    assert exited_at - ready_at >= 0.95, (exited_at - ready_at, result)
     assert str(result[0]).startswith("idle")

@@ -251,11 +251,16 @@ def test_a_huge_prompt_costs_no_more_than_a_normal_one(
         assert hook_log(dev_state.home)[-1]["outcome"] in ("injected", "none")
         return daemon_answers(dev_state.home)[-1]
 
-    # A normal prompt that already fills the model's 256 tokens.
-    normal = embed_ms(RELATED + " " + filler[:1500])
-    huge = embed_ms(RELATED + " " + filler)
+    # A normal prompt that already fills the model's 256 tokens; the best of three of
+    # each, so that a moment of a busy machine does not decide the ratio (issue #21).
+    normal = min((embed_ms(RELATED + " " + filler[:1500]) for _ in range(3)), key=_embed)
+    huge = min((embed_ms(RELATED + " " + filler) for _ in range(3)), key=_embed)
     assert huge["chars"] <= protocol.MAX_PROMPT_CHARS  # what the daemon received
-    assert huge["ms"]["embed"] < 10 * normal["ms"]["embed"], (huge, normal)
+    assert _embed(huge) < 10 * _embed(normal), (huge, normal)
+
+
+def _embed(answer: dict[str, Any]) -> float:
+    return float(answer["ms"]["embed"])
 
 
 def test_daemon_that_hangs_past_the_budget(tmp_path: Path) -> None:
@@ -276,7 +281,10 @@ def test_daemon_that_hangs_past_the_budget(tmp_path: Path) -> None:
     assert_silent(proc)
     assert hook_log(home)[-1]["outcome"] == "timeout"
     assert held, "the hook did connect"
-    assert elapsed < 2.0  # 300 ms budget plus interpreter start on a busy machine
+    # Its own clock says it gave up at the 300 ms budget (a generous margin for a busy
+    # machine); the whole process, interpreter start included, ended too.
+    assert hook_log(home)[-1]["ms"] < 300 + 1000
+    assert elapsed < 15.0
 
 
 GARBAGE_ANSWERS = {
@@ -331,16 +339,20 @@ def test_a_killed_daemon_leaves_a_socket_nobody_listens_on(tmp_path: Path) -> No
     started = time.monotonic()
     proc = run_hook(home, prompt_json(RELATED, tmp_path), budget_ms=None)
     assert_silent(proc)
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < 15  # no wait for a daemon that is not coming
     assert hook_log(home) == [{**hook_log(home)[0], "outcome": "down", "started_daemon": False}]
 
 
 def test_daemon_down_starts_it(tmp_path: Path) -> None:
     home = tmp_path / "state"
-    proc = run_hook(home, prompt_json(RELATED, tmp_path), budget_ms=None)
+    # The first-prompt budget raised: what is tested is that it waits, not how long.
+    wait = {"PRECEDENTS_FIRST_PROMPT_BUDGET_MS": "120000"}
+    proc = run_hook(home, prompt_json(RELATED, tmp_path), budget_ms=None, env=wait)
     assert_silent(proc)
     entry = hook_log(home)[-1]
-    assert entry["outcome"] == "down" and entry["started_daemon"] is True
+    # Started, and waited for (issue #21): the answer came, empty as nothing is indexed.
+    assert entry["started_daemon"] is True and entry["waited"] is True
+    assert entry["outcome"] == "none", entry
     pid_file = home / "run" / protocol.PID_NAME
     deadline = time.monotonic() + 60
     while not pid_file.exists():

@@ -258,7 +258,7 @@ def test_adr_tools_stay_inside_the_project(mcp: Any, tmp_path: Path) -> None:
             assert result["isError"], (folder, tool, result)
             text = result["content"][0]["text"]
             assert "outside the project" in text and "\n" not in text, text
-            assert time.monotonic() - started < 5  # refused, not walked
+            assert time.monotonic() - started < 15  # refused, not walked (that takes minutes)
     # Inside the project: answered as before, relative paths from the project.
     found = server.call(tool_call("in", "adr_find", {"words": "load balancer", "dir": "docs/adr"}))
     paths = [r["path"] for r in found["result"]["structuredContent"]["result"]]

@@ -110,7 +110,7 @@ def install_hook(
     project's settings.local.json; never in a committed file without --shared.
     The plugin (docs/plugin.md) does the same without absolute paths.
     """
-    from precedents.hook import PROMPT_BUDGET_MS
+    from precedents.hook import FIRST_BUDGET_MS, PROMPT_BUDGET_MS
     from precedents.hook.install import has_ours, install, plugin_enabled, settings_path
 
     if user and (project is not None or shared):
@@ -133,6 +133,11 @@ def install_hook(
         exec_form=None if form == "auto" else form == "exec",
         budget_ms=None if budget == PROMPT_BUDGET_MS else budget,
         http_url=url,
+        first_budget_ms=(
+            None
+            if settings.first_prompt_budget_ms == FIRST_BUDGET_MS
+            else settings.first_prompt_budget_ms
+        ),
     )
     if report.action == "installed" and plugin_enabled(settings.claude_dir):
         typer.echo(

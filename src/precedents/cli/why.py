@@ -22,7 +22,8 @@ def why(
     """The hook's last decisions for this project: injected or why not, scores, records shown."""
     if n < 1:
         raise UsageError("-n must be at least 1")
-    answers = api.why(load_settings(), project, n)
+    settings = load_settings()
+    answers = api.why(settings, project, n)
     if as_json:
         print_json(answers)
         return
@@ -33,19 +34,45 @@ def why(
     for a in answers:
         typer.echo(_line(a))
         suspect = set(a.get("suspect") or [])
+        delivered = a["decision"] == "injected"
         for path in a["shown"]:
             # A suspect record was given as its path only: its text reads as orders.
             flag = f"  {SUSPECT_MARK} (shown as its path only)" if path in suspect else ""
-            typer.echo(f"    {inert_path(path)}{flag}")
+            late = "" if delivered or a.get("hook") is None else "  (never reached the agent)"
+            typer.echo(f"    {inert_path(path)}{flag}{late}")
         for path in a.get("withheld") or []:
             typer.echo(f"    {inert_path(path)}  (already given in this session)")
+        for path in a.get("muted") or []:
+            typer.echo(f"    {inert_path(path)}  (muted: `precedents unmute` gives it again)")
+    _unanswered(settings.log_dir, answers[-1]["time"] if answers else "", n)
+
+
+def _unanswered(log_dir: Path, since: str, n: int) -> None:
+    """The hook calls since the oldest answer listed that the daemon never saw (issue #21:
+    a prompt that got nothing because the daemon was down says so here too)."""
+    from precedents.query_daemon.history import unanswered_calls
+
+    calls = unanswered_calls(log_dir, since, n)
+    if calls:
+        typer.echo("hook calls the daemon never answered (any project; logs/hook.log):")
+    for c in calls:
+        typer.echo(f"{c['time']}  {c.get('event', 'prompt'):<6} {c.get('outcome')}")
 
 
 def _line(a: dict[str, Any]) -> str:
     scores = " ".join(
         f"{k} {a[k]:.3f}" for k in ("top", "gap", "relevance") if isinstance(a.get(k), float)
     )
-    return f"{a['time']}  {a.get('event', 'prompt'):<6} {a['decision']:<13} {scores}".rstrip()
+    hook = a.get("hook")
+    if hook not in (None, "none", "starting", "injected") and a["decision"] in (
+        a.get("reason"),
+        "muted",
+        "nothing-fit",
+    ):
+        scores += f" (hook: {hook})"  # e.g. a prompt that got nothing in time either way
+    if a.get("waited_ms"):
+        scores += f" (waited {a['waited_ms'] / 1000:.1f}s for the daemon to start)"
+    return f"{a['time']}  {a.get('event', 'prompt'):<6} {a['decision']:<19} {scores}".rstrip()
 
 
 PathArg = Annotated[Path, typer.Argument(help="The record's file (a note, rule or ADR).")]

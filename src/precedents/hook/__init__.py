@@ -9,25 +9,34 @@ fails must never block the conversation.
 - Prompts shorter than 8 characters are not sent; longer than
   :data:`~precedents.protocol.MAX_PROMPT_CHARS`, only their start is.
 - A daemon that is down is started in the background (detached, output to
-  nowhere) and this message gets nothing. A daemon start is tried at most once
-  a minute, except after one that failed on a full disk (it clears the
-  stamp): then as soon as the disk has room again.
+  nowhere). A daemon start is tried at most once a minute, except after one
+  that failed on a full disk (it clears the stamp): then as soon as the disk
+  has room again.
+- A daemon that is starting (issue #21: the one this hook just started, one
+  whose ``run/daemon.starting`` mark is there, or one that answers
+  "starting") is waited for within the longer first-prompt budget
+  (:data:`FIRST_BUDGET_MS`; ``--first-budget-ms``,
+  ``PRECEDENTS_FIRST_PROMPT_BUDGET_MS``): the daemon holds the answer until
+  its model is loaded (:func:`_ask_waiting`). So the first prompt of a
+  session, and SessionStart, which starts the daemon, get their context.
 - Stdin is read within the hook's budget (issue #20): a JSON object that has
   arrived is used without waiting for the end of input; a stdin never closed
   and never complete is given up at the budget (``stdin-timeout``), and one over
   :data:`MAX_STDIN_BYTES` is not read on (``bad-input``). Nothing is printed.
 - The prompt is never written anywhere: ``logs/hook.log`` gets exactly one
-  line per call, with the outcome, byte count and timing only. (The line is
-  written by hand: importing :mod:`logging` would cost the hook milliseconds
-  on every message; for the same reason JSON goes through :mod:`protocol`'s
-  C-level codec.)
+  line per call, with the outcome, byte count, timing and a random request id
+  (``rid``, sent to the daemon too, which logs it with its decision: `why`
+  joins the two) only. (The line is written by hand: importing
+  :mod:`logging` would cost the hook milliseconds on every message; for the
+  same reason JSON goes through :mod:`protocol`'s C-level codec.)
 
 Arguments: ``prompt`` (default), ``file`` (PreToolUse of the file tools: the
 project's rules scoped to the file, and records that name it) or ``session``
 (SessionStart: the rules that always apply and the live ADRs), and
-``--budget-ms N``. The mode also follows ``hook_event_name`` on stdin. The
-session's id (and, for prompts, its transcript's path) go to the daemon, which
-gives a record once per session; the file's path goes to the daemon only.
+``--budget-ms N`` and ``--first-budget-ms N``. The mode also follows
+``hook_event_name`` on stdin. The session's id (and, for prompts, its
+transcript's path) go to the daemon, which gives a record once per session;
+the file's path goes to the daemon only.
 """
 
 from __future__ import annotations
@@ -42,7 +51,9 @@ from precedents.protocol import (
     EVENT_SESSION,
     MIN_PROMPT_CHARS,
     PID_NAME,
+    USE_TCP,
     Unavailable,
+    _connect,
     ask,
     clip_prompt,
     default_home,
@@ -51,14 +62,32 @@ from precedents.protocol import (
     loads,
 )
 
+TYPE_CHECKING = False  # typing itself costs the hook milliseconds; mypy knows this name
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 PROMPT_BUDGET_MS = 300.0
+# A daemon still starting is waited for this long from the hook's start. Measured
+# here (docs/daemon.md): a cold start is ready in 1.0-1.8 s, 3.0-3.7 s with both
+# cores busy; Claude Code's hook timeout (hook/install.py) is set above it.
+FIRST_BUDGET_MS = 8000.0
+# The mark a daemon keeps in run/ from taking its lock until its model is loaded.
+STARTING_MARK = "daemon.starting"
 # SessionStart happens once per session and nobody is waiting on a keystroke.
 SESSION_BUDGET_MS = 1000.0
 LOG_MAX_BYTES = 1_000_000
+# Holds the pid of the daemon it last started (empty for the moment before the start).
 SPAWN_STAMP = "daemon.spawned"
 RESPAWN_S = 60.0
 # A longer "cwd" in the stdin JSON is no path (PATH_MAX is 4,096 on Linux): use our own.
 MAX_PATH_CHARS = 4096
+# Waiting for a starting daemon: how often a socket not yet bound is tried again; how
+# long before the hook's deadline the daemon answers "still starting" (so that its
+# answer, not a socket timeout, says what happened); how long an empty spawn stamp
+# (a daemon being started this moment) counts as one on its way up.
+POLL_S = 0.05
+ANSWER_MARGIN_S = 0.15
+LAUNCH_GRACE_S = 1.0
 # Stdin past this is no hook input (a 5 MB prompt is fine); reading on would only cost memory.
 MAX_STDIN_BYTES = 64 * 1024 * 1024
 # However late the hook started, stdin gets at least this long: Claude Code writes it at
@@ -69,6 +98,9 @@ STDIN_GRACE_S = 0.1
 MIN_FREE_BYTES = 1024 * 1024
 
 _STARTED = time.perf_counter()
+# The daemon this process started, if any: whether it still runs is asked of it,
+# not of its pid (a child that died is a zombie, and kill(pid, 0) finds it alive).
+SPAWNED: list[object] = []
 
 
 def _log(home: str, **fields: object) -> None:
@@ -177,7 +209,7 @@ def start_daemon(home: str) -> bool:
         kwargs["creationflags"] = 0x00000008 | 0x00000200 | 0x08000000  # detached, group, no window
     else:
         kwargs["start_new_session"] = True
-    subprocess.Popen(
+    child = subprocess.Popen(
         [sys.executable, "-m", "precedents.query_daemon"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -187,21 +219,33 @@ def start_daemon(home: str) -> bool:
         env=env,
         **kwargs,  # type: ignore[call-overload]
     )
+    SPAWNED.append(child)
+    # The stamp says which daemon is on its way up, for hooks that come while it starts.
+    try:
+        fd = os.open(os.path.join(run, SPAWN_STAMP), os.O_WRONLY | os.O_TRUNC)
+        try:
+            os.write(fd, b"%d\n" % child.pid)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass  # an empty stamp says "starting" for a moment; the pid file says it after
     return True
 
 
-def _parse_args(argv: list[str]) -> tuple[str, float | None]:
-    mode, budget = "prompt", None
+def _parse_args(argv: list[str]) -> tuple[str, float | None, float | None]:
+    """(mode, ``--budget-ms``, ``--first-budget-ms``); a budget that is no number is None."""
+    mode = "prompt"
+    budgets: dict[str, float | None] = {"--budget-ms": None, "--first-budget-ms": None}
     it = iter(argv)
     for arg in it:
         if arg in ("prompt", "session", "file"):
             mode = arg
-        elif arg == "--budget-ms":
+        elif arg in budgets:
             try:
-                budget = float(next(it, ""))
+                budgets[arg] = float(next(it, ""))
             except ValueError:
-                budget = None
-    return mode, budget
+                budgets[arg] = None
+    return mode, budgets["--budget-ms"], budgets["--first-budget-ms"]
 
 
 def read_stdin(deadline: float) -> tuple[bytes, str]:
@@ -269,7 +313,7 @@ def _read_stdin_thread(stream: object, deadline: float) -> tuple[bytes, str]:
 def stdin_deadline(argv: list[str]) -> float:
     """When stdin must have come: the hook's budget from its start, or a short grace
     from now when start-up alone used the budget."""
-    mode, budget_ms = _parse_args(argv)
+    mode, budget_ms, _ = _parse_args(argv)
     budget = (budget_ms or SESSION_BUDGET_MS) / 1000 if mode == "session" else _budget(budget_ms)
     return max(_STARTED + budget, time.perf_counter() + STDIN_GRACE_S)
 
@@ -281,7 +325,7 @@ def run(argv: list[str], stdin: bytes, stdin_problem: str = "") -> str | None:
     and for a failure nobody foresaw, ``error`` with the exception's type (its
     message could quote the prompt).
     """
-    mode, budget_ms = _parse_args(argv)
+    mode, budget_ms, first_ms = _parse_args(argv)
     if os.name != "nt":
         os.umask(0o077)  # the log and any state folder it creates are the user's alone
     home = default_home()
@@ -290,7 +334,7 @@ def run(argv: list[str], stdin: bytes, stdin_problem: str = "") -> str | None:
         if stdin_problem:
             fields["outcome"] = stdin_problem
             return None
-        return _call(home, mode, budget_ms, stdin, fields)
+        return _call(home, mode, (budget_ms, first_ms), stdin, fields)
     except Exception as exc:
         fields.update(outcome="error", error=type(exc).__name__)
         return None
@@ -334,6 +378,17 @@ def _budget(budget_ms: float | None) -> float:
         return PROMPT_BUDGET_MS / 1000
 
 
+def _first_budget(first_ms: float | None, warm: float) -> float:
+    """The first-prompt budget in seconds, as :func:`_budget` resolves its own; never
+    below ``warm``, the budget of a daemon that is up."""
+    env_budget = os.environ.get("PRECEDENTS_FIRST_PROMPT_BUDGET_MS")
+    try:
+        first = float(env_budget or first_ms or FIRST_BUDGET_MS) / 1000
+    except ValueError:
+        first = FIRST_BUDGET_MS / 1000
+    return max(first, warm)
+
+
 def request_for(
     data: dict[str, object], mode: str, cwd: str
 ) -> tuple[str, dict[str, object] | None, str]:
@@ -372,8 +427,109 @@ def request_for(
 EVENTS_OUT = {"session": EVENT_SESSION, "file": EVENT_FILE, "prompt": EVENT_PROMPT}
 
 
+def _left(budget: float) -> float:
+    """What is left of ``budget`` seconds counted from the hook's start (start-up included)."""
+    return max(budget - (time.perf_counter() - _STARTED), 0.001)
+
+
+def _ask(
+    request: dict[str, object], home: str, warm: float, first: float, fields: dict[str, object]
+) -> dict[str, object]:
+    """The daemon's answer: within ``warm`` seconds of the hook's start from a daemon that
+    is up; within ``first`` from one that is starting, or down and started here.
+
+    Raises :class:`Unavailable`. Adds ``started_daemon`` to ``fields`` when the
+    daemon was down, and ``waited`` when a starting daemon was waited for.
+    """
+    run = os.path.join(home, "run")
+    if not os.path.exists(os.path.join(run, STARTING_MARK)):
+        try:
+            answer = ask(request, _left(warm), run)
+        except Unavailable as exc:
+            if exc.why != "down":
+                raise
+            if _listening(run):
+                raise  # something answers there, but not as a daemon does
+            fields["started_daemon"] = start_daemon(home)
+            if not fields["started_daemon"] and not _coming_up(run):
+                raise
+        else:
+            if not answer.get("starting"):
+                return answer
+    fields["waited"] = True
+    try:
+        return _ask_waiting(request, run, lambda: _left(first))
+    except Unavailable as exc:
+        # A mark left by a daemon that was killed while it loaded: start one now.
+        if exc.why != "down" or "started_daemon" in fields or _listening(run):
+            raise
+        fields["started_daemon"] = start_daemon(home)
+        if not fields["started_daemon"]:
+            raise
+        return _ask_waiting(request, run, lambda: _left(first))
+
+
+def _ask_waiting(
+    request: dict[str, object], run: str, left: Callable[[], float]
+) -> dict[str, object]:
+    """``request``'s answer from a starting daemon within ``left()`` seconds: the daemon
+    holds it until its model is loaded (``wait_ms``); while no daemon listens yet and
+    one is :func:`_coming_up`, asked again. Raises :class:`Unavailable`."""
+    while True:
+        budget = left()
+        wait_ms = round(max(budget - ANSWER_MARGIN_S, 0.0) * 1000)
+        try:
+            return ask({**request, "wait_ms": wait_ms}, budget, run)
+        except Unavailable as exc:
+            if exc.why != "down" or left() <= POLL_S or not _coming_up(run):
+                raise
+        time.sleep(POLL_S)
+
+
+def _coming_up(run: str) -> bool:
+    """Whether a daemon for ``run`` is alive or on its way up: the one this process
+    started still runs, a live process holds the pid file, or the spawn stamp names a
+    live process (empty: one is being started this moment)."""
+    for child in SPAWNED:
+        if child.poll() is None:  # type: ignore[attr-defined]
+            return True
+    if _daemon_alive(run):
+        return True
+    stamp = os.path.join(run, SPAWN_STAMP)
+    try:
+        age = time.time() - os.stat(stamp).st_mtime
+        with open(stamp, "rb") as fh:
+            text = fh.read(32).strip()
+    except OSError:
+        return False
+    if not text:
+        return 0 <= age < LAUNCH_GRACE_S
+    # This process's own child was asked above: its pid may be a zombie's by now.
+    if SPAWNED or not 0 <= age < RESPAWN_S or os.name == "nt":
+        return False
+    try:
+        os.kill(int(text), 0)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _listening(run: str) -> bool:
+    """Whether something accepts connections at the daemon's address."""
+    try:
+        sock, _ = _connect(run, POLL_S, USE_TCP)
+    except Unavailable:
+        return False
+    sock.close()
+    return True
+
+
 def _call(
-    home: str, mode: str, budget_ms: float | None, stdin: bytes, fields: dict[str, object]
+    home: str,
+    mode: str,
+    budgets_ms: tuple[float | None, float | None],
+    stdin: bytes,
+    fields: dict[str, object],
 ) -> str | None:
     """Read the stdin JSON, ask the daemon, fill ``fields`` with what happened."""
     try:
@@ -389,22 +545,23 @@ def _call(
     if request is None:
         fields["outcome"] = outcome
         return None
+    budget_ms, first_ms = budgets_ms
     budget = (budget_ms or SESSION_BUDGET_MS) / 1000 if kind == "session" else _budget(budget_ms)
-    # Whatever time start-up already took comes out of the budget.
-    budget -= time.perf_counter() - _STARTED
+    # A random id, in this log and the daemon's, joins what it decided with what this
+    # hook delivered (`precedents why`); it says nothing about the prompt.
+    request["rid"] = fields["rid"] = os.urandom(6).hex()
     try:
-        answer = ask(request, max(budget, 0.001), os.path.join(home, "run"))
+        answer = _ask(request, home, budget, _first_budget(first_ms, budget), fields)
     except Unavailable as exc:
         fields["outcome"] = exc.why
-        fields["started_daemon"] = False  # and stays so if starting one fails
-        if exc.why == "down":
-            fields["started_daemon"] = start_daemon(home)
         return None
     context = answer.get("context") if answer.get("ok") else None
     if not isinstance(context, str) or not context:
         fields["outcome"] = (
             "starting" if answer.get("starting") else ("none" if answer.get("ok") else "error")
         )
+        if not answer.get("ok"):
+            fields["daemon_error"] = str(answer.get("error"))[:40]  # the daemon's words
         return None
     line = hook_output(context, EVENTS_OUT[kind])
     fields.update(outcome="injected", bytes=len(line.encode("utf-8")) + 1)

@@ -34,6 +34,7 @@ no shell, no console-script wrapper, no site-packages scan on the hot path.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shlex
@@ -51,6 +52,9 @@ EVENTS = {"UserPromptSubmit": "prompt", "SessionStart": "session", "PreToolUse":
 FILE_TOOLS = "Read|Edit|MultiEdit|Write|NotebookEdit"
 MATCHERS = {"PreToolUse": FILE_TOOLS}
 TIMEOUT_S = 5
+# Claude Code's timeout is this much above the hook's first-prompt budget (the longest
+# a hook waits, for a daemon that is starting): the interpreter's start and the print.
+TIMEOUT_MARGIN_S = 2
 ARGS_SINCE = (2, 1, 139)
 # Claude Code's changelog: "Added HTTP hooks" in 2.1.63.
 HTTP_SINCE = (2, 1, 63)
@@ -80,21 +84,38 @@ def claude_version(claude: str | None = None) -> tuple[int, ...] | None:
     return tuple(int(g) for g in match.groups()) if match else None
 
 
+def hook_timeout(first_budget_ms: float | None = None) -> int:
+    """Claude Code's timeout for our hooks, in whole seconds: above the first-prompt budget."""
+    from precedents.hook import FIRST_BUDGET_MS
+
+    first = FIRST_BUDGET_MS if first_budget_ms is None else first_budget_ms
+    return max(TIMEOUT_S, math.ceil(first / 1000) + TIMEOUT_MARGIN_S)
+
+
 def hook_entry(
-    mode: str, *, python: str, exec_form: bool, budget_ms: float | None = None
+    mode: str,
+    *,
+    python: str,
+    exec_form: bool,
+    budget_ms: float | None = None,
+    first_budget_ms: float | None = None,
 ) -> dict[str, Any]:
     """One hook handler for Claude Code: the interpreter, ``-I -S``, the launcher, ``mode``.
 
-    ``budget_ms`` (the ``hook_budget_ms`` setting, when not the default) is
-    passed on the command line: the hook does not read the config file.
+    ``budget_ms`` and ``first_budget_ms`` (the ``hook_budget_ms`` and
+    ``first_prompt_budget_ms`` settings, when not the defaults) are passed on
+    the command line: the hook does not read the config file.
     """
     args = ["-I", "-S", str(launcher_path()), mode]
     if budget_ms is not None:
         args += ["--budget-ms", f"{budget_ms:g}"]
+    if first_budget_ms is not None:
+        args += ["--first-budget-ms", f"{first_budget_ms:g}"]
+    timeout = hook_timeout(first_budget_ms)
     if exec_form:
-        return {"type": "command", "command": python, "args": args, "timeout": TIMEOUT_S}
+        return {"type": "command", "command": python, "args": args, "timeout": timeout}
     command = " ".join(shlex.quote(a) for a in [python, *args])
-    return {"type": "command", "command": command, "timeout": TIMEOUT_S}
+    return {"type": "command", "command": command, "timeout": timeout}
 
 
 def http_entry(url: str) -> dict[str, Any]:
@@ -243,6 +264,7 @@ def install(
     claude: str | None = None,
     budget_ms: float | None = None,
     http_url: str | None = None,
+    first_budget_ms: float | None = None,
 ) -> InstallReport:
     """Add (or with ``uninstall`` remove) precedents' hooks in the settings file ``path``.
 
@@ -280,6 +302,7 @@ def install(
                 python=interpreter,
                 exec_form=exec_form,
                 budget_ms=budget_ms if mode != "session" else None,
+                first_budget_ms=first_budget_ms,
             )
         group: dict[str, Any] = {"hooks": [entry]}
         if event in MATCHERS:

@@ -6,8 +6,11 @@ Lifecycle:
   dies in any way, so holding the lock proves any socket or pid file left in
   ``run/`` is stale, and it is replaced. A second daemon fails with
   :class:`DaemonRunning`.
-- The socket is bound *before* the model loads (~6 s): a hook asking then gets
-  a quick empty answer instead of "down", so it does not start a second daemon.
+- The socket is bound *before* the model loads (1-4 s): a hook asking then gets
+  a quick empty answer instead of "down", so it does not start a second daemon;
+  one that sends ``wait_ms`` (a hook within its first-prompt budget, issue
+  #21) gets its answer the moment the model is loaded. From taking the lock
+  until then, ``run/daemon.starting`` tells a hook to wait that long.
   A socket file removed or replaced while the daemon runs is noticed within
   ``ACCEPT_POLL_S`` and recreated at the same path; a lost lock file (the
   ``run/`` folder deleted) makes the daemon exit, so that a new one can start.
@@ -53,6 +56,7 @@ from typing import Any
 from precedents import protocol, runlock
 from precedents.config import Settings
 from precedents.errors import DiskFull, PrecedentsError, UsageError, is_disk_full
+from precedents.hook import STARTING_MARK
 from precedents.protocol import (
     DAEMON_ROLE,
     PORT_NAME,
@@ -62,7 +66,7 @@ from precedents.protocol import (
 )
 from precedents.query_daemon.logs import configure_logging as configure_logging  # entry points
 from precedents.query_daemon.logs import note_disk_full, note_earlier_disk_full
-from precedents.query_daemon.ops import Answers
+from precedents.query_daemon.ops import GIVEN, Answers
 
 log = logging.getLogger("precedents.daemon")
 
@@ -180,6 +184,8 @@ class Daemon(Answers):
         self._recall_factory = recall_factory
         self.recall: Any = None
         self._stop = threading.Event()
+        # Set once the load is over, done or failed, or the daemon stops: waiters go on.
+        self._loaded = threading.Event()
         self._started = time.monotonic()
         self._last_question = self._started  # set again when ready: loading is not idleness
         self._claimed = runlock.Claim(self.run, DAEMON_ROLE)
@@ -207,6 +213,12 @@ class Daemon(Answers):
             if stale.exists() or stale.is_symlink():
                 log.info("removing stale %s left by a daemon that died", name)
                 stale.unlink(missing_ok=True)
+        mark = self.run / STARTING_MARK
+        try:
+            mark.touch()
+            self._owned.append(mark)
+        except OSError:
+            pass  # only a hint: a hook then learns "starting" from the answer instead
 
     def _bind(self) -> None:
         if self.transport == "tcp":
@@ -324,6 +336,7 @@ class Daemon(Answers):
         """Ask the daemon to exit (from any thread or a signal handler)."""
         self.stop_reason = self.stop_reason or reason
         self._stop.set()
+        self._loaded.set()
 
     def _install_signals(self) -> None:
         if threading.current_thread() is not threading.main_thread():
@@ -404,7 +417,14 @@ class Daemon(Answers):
             return
         self._last_question = time.monotonic()  # the idle clock starts now
         self.recall = recall
-        log.info("ready: model %s", getattr(recall.embedder, "model_id", "?"))
+        self._loaded.set()
+        with contextlib.suppress(OSError):
+            (self.run / STARTING_MARK).unlink(missing_ok=True)
+        log.info(
+            "ready: model %s in %.2fs",
+            getattr(recall.embedder, "model_id", "?"),
+            time.monotonic() - self._started,
+        )
         threading.Thread(target=self._refresh_loop, name="refresh", daemon=True).start()
 
     def _refresh_loop(self) -> None:
@@ -472,7 +492,12 @@ class Daemon(Answers):
                         )
                         return
                     answer = self._answer(line)
-                    conn.sendall(protocol.encode(answer))
+                    given = answer.pop(GIVEN, None)
+                    try:
+                        conn.sendall(protocol.encode(answer))
+                    except OSError:
+                        self.take_back(given)  # the hook gave up: its records are not given
+                        raise
             except (OSError, TimeoutError):
                 return  # the client gave up (its budget ran out) or vanished
 

@@ -26,6 +26,8 @@ class Answer:
     shown: tuple[str, ...] = ()
     # Those of ``shown`` whose text reads as orders: shown as their path only (`why` says so).
     suspect: tuple[str, ...] = ()
+    # Records the mute list kept out that would have been chosen (`why` says "muted").
+    muted: tuple[str, ...] = ()
 
     def log_fields(self) -> dict[str, Any]:
         """Ids, bytes, scores and timings: what the log may hold about an answer."""
@@ -40,6 +42,7 @@ class Answer:
             "shown": self._shown(),
             "suspect": list(self.suspect),
             "withheld": list(self.withheld),
+            "muted": list(self.muted),
             "project": self.project,
             "bytes": len(self.context.encode("utf-8")) if self.context else 0,
             "reason": reason,

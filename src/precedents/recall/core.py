@@ -457,9 +457,13 @@ class Recall(HookAnswers):
         hidden = self._hidden(root, keys, text, session, transcript)
         hits, relevance, embed_ms, search_ms = self._ranked(text, keys, hidden)
         ranked = time.perf_counter()
-        selection = select(
-            self._unmuted(hits), self.thresholds, root, relevance, self.marks.successors_for
-        )
+        kept = self._unmuted(hits)
+        selection = select(kept, self.thresholds, root, relevance, self.marks.successors_for)
+        muted: tuple[str, ...] = ()
+        if len(kept) < len(hits):  # what the mute list kept out, for `why` (issue #21)
+            would = select(hits, self.thresholds, root, relevance, self.marks.successors_for)
+            left = {h.record.path for h in kept}
+            muted = tuple(h.record.path for h in would.chosen if h.record.path not in left)
         records = [h.record for h in selection.chosen]
         given = self._give(session, records, selection.byte_cap, HEADER)
         done = time.perf_counter()
@@ -470,6 +474,7 @@ class Recall(HookAnswers):
             withheld=given.withheld,
             shown=given.shown,
             suspect=given.suspect,
+            muted=muted,
             timings_ms={
                 "wait": (ranked - started) * 1000 - embed_ms - search_ms,
                 "embed": embed_ms,

@@ -85,6 +85,18 @@ class SessionLog:
             while len(entry.given) > self.max_entries:
                 entry.given.popitem(last=False)
 
+    def take_back(self, session: str, paths: Iterable[str]) -> None:
+        """Forget that ``paths`` were handed to ``session``: their answer never reached it
+        (the hook had given up), so the next prompt may give them (issue #21)."""
+        if not valid(session):
+            return
+        with self._lock:
+            entry = self._get(session, create=False)
+            if entry is None:
+                return
+            for path in paths:
+                entry.given.pop(path, None)
+
     def touch(self, session: str, rel: str) -> None:
         """Remember that ``session``'s tools touched the file ``rel`` (project-relative)."""
         if not valid(session):
