@@ -179,6 +179,19 @@ def run_hook(
     )
 
 
+def run_cli(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m precedents.cli ARGS` in ``cwd`` with the hooks' environment for ``home``."""
+    return subprocess.run(
+        [sys.executable, "-m", "precedents.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=hook_env(home),
+        timeout=300,
+        check=False,
+    )
+
+
 def prompt_json(prompt: str, cwd: Path, session: str | None = None) -> bytes:
     """Claude Code's UserPromptSubmit stdin; each call is a session of its own unless
     ``session`` names one (a record is given once per session)."""

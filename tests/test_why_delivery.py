@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -28,8 +26,8 @@ from tests.conftest_daemon import (  # noqa: E402 - after the rewrite registrati
     DevState,
     FakeRecall,
     copy_state,
-    hook_env,
     prompt_json,
+    run_cli,
     run_hook,
     run_in_thread,
     running_daemon,
@@ -39,20 +37,8 @@ from tests.conftest_daemon import (  # noqa: E402 - after the rewrite registrati
 pytest_plugins = ["tests.conftest_daemon"]
 
 
-def cli(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "precedents.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=hook_env(home),
-        timeout=300,
-        check=False,
-    )
-
-
 def why_json(home: Path, project: Path, n: int = 10) -> list[dict[str, Any]]:
-    out = cli(home, project, "why", "--json", "-n", str(n))
+    out = run_cli(home, project, "why", "--json", "-n", str(n))
     assert out.returncode == 0, out.stderr
     answers: list[dict[str, Any]] = json.loads(out.stdout)
     return answers
@@ -91,7 +77,7 @@ def test_why_says_what_was_delivered(dev_state: DevState, tmp_path: Path) -> Non
         assert [a["event"] for a in answers[:2]] == ["session", "prompt"]
         assert all(a["hook"] == "injected" for a in answers[:2])
 
-        text = cli(home, project, "why", "-n", "3").stdout
+        text = run_cli(home, project, "why", "-n", "3").stdout
         assert "late: not delivered" in text and "(never reached the agent)" in text
         assert "git stash" not in text and "git stash" not in json.dumps(answers)
 
@@ -112,7 +98,7 @@ def test_a_muted_record_is_muted_not_below_top(dev_state: DevState, tmp_path: Pa
     assert latest["decision"] == "muted", latest  # the ranking alone says "below-top"
     assert latest["muted"] and set(latest["muted"]) <= set(notes)
     assert latest["bytes"] == 0 and latest["hook"] == "none"
-    text = cli(home, project, "why", "-n", "1").stdout
+    text = run_cli(home, project, "why", "-n", "1").stdout
     assert text.split()[3] == "muted" and "(muted: `precedents unmute`" in text
 
 
@@ -127,7 +113,7 @@ def test_why_lists_prompts_the_daemon_never_saw(tmp_path: Path) -> None:
     out = run_hook(home, prompt_json(RELATED, project), cwd=project, budget_ms=None)
     assert out.returncode == 0 and out.stdout == b""
     assert last_hook_line(home)["outcome"] == "down"
-    text = cli(home, project, "why").stdout
+    text = run_cli(home, project, "why").stdout
     assert "no prompt of this project answered yet" in text
     assert "hook calls the daemon never answered" in text
     assert text.rstrip().endswith("prompt down")

@@ -8,8 +8,6 @@ subprocess, the hook as Claude Code runs it, the CLI as a subprocess.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,25 +19,13 @@ from tests.conftest_daemon import (  # noqa: E402 - after the rewrite registrati
     UNRELATED,
     DevState,
     copy_state,
-    hook_env,
     prompt_json,
+    run_cli,
     run_hook,
     running_daemon,
 )
 
 pytest_plugins = ["tests.conftest_daemon"]
-
-
-def cli(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "precedents.cli", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=hook_env(home),
-        timeout=300,
-        check=False,
-    )
 
 
 def injected(home: Path, project: Path, prompt: str) -> str:
@@ -57,7 +43,7 @@ def test_why_and_mute_with_a_real_daemon(dev_state: DevState, tmp_path: Path) ->
         assert RELATED_NOTE in injected(home, project, RELATED)
         assert injected(home, project, UNRELATED) == ""
 
-        why = cli(home, project, "why", "--json", "-n", "5")
+        why = run_cli(home, project, "why", "--json", "-n", "5")
         assert why.returncode == 0, why.stderr
         answers = json.loads(why.stdout)
         assert [a["decision"] for a in answers][:2] == [answers[0]["decision"], "injected"]
@@ -65,13 +51,13 @@ def test_why_and_mute_with_a_real_daemon(dev_state: DevState, tmp_path: Path) ->
         assert note in answers[1]["shown"] and isinstance(answers[1]["top"], float)
         assert "git stash" not in why.stdout and "weekend" not in why.stdout  # never the text
 
-        muted = cli(home, project, "mute", note)
+        muted = run_cli(home, project, "mute", note)
         assert muted.returncode == 0 and "muted:" in muted.stdout, muted.stderr
         assert RELATED_NOTE not in injected(home, project, RELATED)  # the next message already
-        ranked = cli(home, project, "query", RELATED, "--json", "-k", "3")
+        ranked = run_cli(home, project, "query", RELATED, "--json", "-k", "3")
         assert note in [r["path"] for r in json.loads(ranked.stdout)["results"]]  # still ranks
 
-        assert cli(home, project, "unmute", note).returncode == 0
+        assert run_cli(home, project, "unmute", note).returncode == 0
         assert RELATED_NOTE in injected(home, project, RELATED)
 
 
@@ -80,7 +66,7 @@ def test_why_with_no_daemon_log_says_so(home: Path, tmp_path: Path) -> None:
     from precedents.config import load_settings
 
     assert api.why(load_settings(), str(tmp_path)) == []
-    out = cli(home, tmp_path, "why")
+    out = run_cli(home, tmp_path, "why")
     assert out.returncode == 0 and "no prompt of this project answered yet" in out.stdout
 
 
