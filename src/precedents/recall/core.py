@@ -467,13 +467,9 @@ class Recall(HookAnswers):
         records = [h.record for h in selection.chosen]
         given = self._give(session, records, selection.byte_cap, HEADER)
         done = time.perf_counter()
-        return Answer(
-            given.text,
+        return given.answer(
             selection,
-            project=root,
-            withheld=given.withheld,
-            shown=given.shown,
-            suspect=given.suspect,
+            root,
             muted=muted,
             timings_ms={
                 "wait": (ranked - started) * 1000 - embed_ms - search_ms,

@@ -36,6 +36,25 @@ class Given(NamedTuple):
     shown: tuple[str, ...]  # paths whose lines are in ``text``
     suspect: tuple[str, ...]  # those of ``shown`` given as their path only (recall/format.py)
 
+    def answer(
+        self,
+        selection: Selection,
+        project: str,
+        timings_ms: dict[str, float],
+        muted: tuple[str, ...] = (),
+    ) -> Answer:
+        """The :class:`Answer` of a hook call that gave this (prompt and file hooks alike)."""
+        return Answer(
+            self.text,
+            selection,
+            project=project,
+            withheld=self.withheld,
+            shown=self.shown,
+            suspect=self.suspect,
+            muted=muted,
+            timings_ms=timings_ms,
+        )
+
 
 class HookAnswers:
     """File and SessionStart answers, and what each session was given."""
@@ -119,16 +138,7 @@ class HookAnswers:
             hits, FILE_CAP_BYTES if hits else 0, 0.0, 0.0, "file" if hits else "no-scope"
         )
         given = self._give(session, records, FILE_CAP_BYTES, HEADER, EVENT_FILE)
-        total = (time.perf_counter() - started) * 1000
-        return Answer(
-            given.text,
-            selection,
-            project=root,
-            withheld=given.withheld,
-            shown=given.shown,
-            suspect=given.suspect,
-            timings_ms={"total": total},
-        )
+        return given.answer(selection, root, {"total": (time.perf_counter() - started) * 1000})
 
     def session_context(self, cwd: str, *, session: str = "") -> str | None:
         """The SessionStart text: the rules that always apply, then the repository's live
