@@ -29,6 +29,7 @@ from precedents.recall import search
 from precedents.runlock import read_pid
 from precedents.sources import Sources
 from precedents.store import Store, open_store
+from precedents.store.opening import LazyStore
 from precedents.watcher import ROLE, Watcher, WatcherRunning, WatchTiming
 from precedents.watcher.debounce import Debouncer
 
@@ -372,6 +373,36 @@ def test_watch_command_runs_until_sigterm(home: Path, tmp_path: Path) -> None:
         first.send_signal(signal.SIGINT)
         first.communicate(timeout=30)
     assert first.returncode == 0
+
+
+def test_stop_waits_for_the_model_still_loading(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """stop() returns only once the background model load has finished: a process
+    that exited under onnxruntime's native start-up aborted (-6, "terminate called
+    without an active exception"; `precedents watch` stopped 1.5 s after starting)."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    settings = load_settings()
+    Store(settings.index_dir, FakeEmbedder.model_id, FakeEmbedder.dimension)
+    started, finished = threading.Event(), threading.Event()
+
+    def slow_load() -> FakeEmbedder:
+        started.set()
+        time.sleep(1.0)
+        finished.set()
+        return FakeEmbedder()
+
+    def lazy(s: Any, index_dir: Path | None = None) -> LazyStore[FakeEmbedder]:
+        return LazyStore(s.index_dir, FakeEmbedder.model_id, slow_load)
+
+    monkeypatch.setattr("precedents.watcher.core.lazy_store", lazy)
+    watcher = Watcher(settings, folders=Sources(project=PROJECT, notes=[notes]), timing=FAST)
+    watcher.start()
+    assert watcher.wait_ready(TIMEOUT)
+    assert started.wait(TIMEOUT)
+    watcher.stop()
+    assert finished.is_set()
 
 
 def test_project_rule_files_are_watched_in_every_format(env: Env, tmp_path: Path) -> None:

@@ -79,6 +79,8 @@ WORKERS = 16
 # A model and index still loading after this long (or after the idle timeout,
 # if longer) are stuck: exit rather than answer "starting" for ever.
 LOAD_LIMIT_S = 600.0
+# How long a stop waits for a model still loading (see _serve).
+LOADER_JOIN_S = 30.0
 # The socket is bound here and renamed into place, so that it appears whole
 # (never a moment with a socket file nobody listens on, or none at all). No
 # longer than SOCKET_NAME: a UNIX socket path has ~104 bytes.
@@ -382,6 +384,11 @@ class Daemon(Answers):
                 self._accept_loop(pool, ready, loader)
             finally:
                 pool.shutdown(wait=False, cancel_futures=True)
+                # Stopped while the model loads: let it finish (bounded) before the
+                # interpreter exits under it, which aborts in onnxruntime's native
+                # start-up (seen in the watcher, exit -6). A hung load is not awaited.
+                if not self.stop_reason.startswith("still loading"):
+                    loader.join(LOADER_JOIN_S)
         except BaseException as exc:
             self.stop_reason = self.stop_reason or (
                 "error: disk full" if is_disk_full(exc) else f"error: {exc!r}"

@@ -131,6 +131,7 @@ class Watcher:
         self._stopping = threading.Event()
         self._ready = threading.Event()
         self._worker: threading.Thread | None = None
+        self._loader: threading.Thread | None = None
         self._failures_in_row = 0
         self._reported: dict[str, str] = {}
         self.stats = WatchStats()
@@ -184,7 +185,8 @@ class Watcher:
             self._worker.start()
             # Load the model now, in the background: the first saved note must not
             # wait for torch and the weights (~30 s on a busy 2-core box).
-            threading.Thread(target=self._preload, name="model-load", daemon=True).start()
+            self._loader = threading.Thread(target=self._preload, name="model-load", daemon=True)
+            self._loader.start()
         except BaseException:
             self._watches.stop()
             self._pid.release()
@@ -197,6 +199,8 @@ class Watcher:
         )
 
     def _preload(self) -> None:
+        if self._stopping.is_set():
+            return
         try:
             if self._indexer is not None:
                 _ = self._indexer.embedder
@@ -221,6 +225,11 @@ class Watcher:
             self._worker.join(timeout_s)
             if self._worker.is_alive():
                 log.warning("the indexing thread did not finish within %.0f s", timeout_s)
+        if self._loader is not None:
+            # A model still loading must finish before the process exits: the
+            # interpreter tearing down under onnxruntime's native start-up aborts
+            # the process ("terminate called without an active exception", exit -6).
+            self._loader.join(timeout_s)
         self._pid.release()
         if self._worker is not None:
             log.info("watcher stopped")
