@@ -46,10 +46,10 @@ def build(home: Path, repo: Path, project: str, chunks: int) -> int:
     import numpy as np
 
     from precedents.config import load_settings
-    from precedents.embedding import load_embedder
-    from precedents.indexer import Indexer
+    from precedents.ingest.indexer import Indexer
+    from precedents.ingest.sources import Sources, configured_sources, walk
+    from precedents.models.embedding import load_embedder
     from precedents.rules.scope import named_scope
-    from precedents.sources import Sources, configured_sources, walk
     from precedents.store import DocumentRecord, FileRecord, Store
 
     shutil.copytree(WILD / project / "tree", repo)

@@ -78,9 +78,9 @@ def build_index(
     import numpy as np
 
     from precedents.config import load_settings
-    from precedents.embedding import load_embedder
-    from precedents.indexer import Indexer
-    from precedents.sources import Sources, configured_sources, walk
+    from precedents.ingest.indexer import Indexer
+    from precedents.ingest.sources import Sources, configured_sources, walk
+    from precedents.models.embedding import load_embedder
     from precedents.store import DocumentRecord, FileRecord, Store
 
     os.environ["PRECEDENTS_HOME"] = str(home)
@@ -162,8 +162,8 @@ def startup_baseline(env: dict[str, str]) -> dict[str, float]:
 def search_comparison(home: Path) -> dict[str, Any]:
     """The daemon's numpy search against Store.search, same rows, same query vectors."""
     from precedents.config import load_settings
+    from precedents.ingest.sources import project_keys
     from precedents.recall.core import Recall
-    from precedents.sources import project_keys
 
     os.environ["PRECEDENTS_HOME"] = str(home)
     # batch=True: the daemon's own set-up (one torch thread, a warmed model).
@@ -218,7 +218,7 @@ def start_daemon(home: Path) -> subprocess.Popen[bytes]:
 def use_model(home: Path, model: str) -> None:
     """Make ``model`` the state folder's model (its config.toml) and set it up there
     (`precedents setup --model`: a parted model is fetched and assembled)."""
-    from precedents.embedding import setup_model
+    from precedents.models.embedding import setup_model
 
     home.mkdir(parents=True, exist_ok=True)
     (home / "config.toml").write_text(f"model = {json.dumps(model)}\n", encoding="utf-8")

@@ -87,8 +87,8 @@ def synthetic_notes(folder: Path, chunks: int, seed: int = 7) -> None:
 
 def run(label: str, notes: Path, embedder: object) -> None:
     from precedents.config import load_settings
-    from precedents.indexer import Indexer
-    from precedents.sources import Sources, configured_sources, walk
+    from precedents.ingest.indexer import Indexer
+    from precedents.ingest.sources import Sources, configured_sources, walk
     from precedents.store import open_store
 
     settings = load_settings()
@@ -136,7 +136,7 @@ def main() -> int:
     parser.add_argument("--synthetic-chunks", type=int, default=2000)
     parser.add_argument("--model", help="another model id or folder (set up beforehand)")
     args = parser.parse_args()
-    from precedents.embedding import load_embedder
+    from precedents.models.embedding import load_embedder
 
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["PRECEDENTS_HOME"] = str(Path(tmp) / "state")

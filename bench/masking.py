@@ -14,8 +14,8 @@ from collections import Counter
 from pathlib import Path
 from unittest import mock
 
-from precedents import secrets
-from precedents.secrets import find_secrets, mask_secrets
+from precedents.secrets.mask import find_secrets, mask_secrets
+from precedents.secrets.mask import mask as secrets
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 # Every real text the project has: notes, rules, ADRs, conversation logs.

@@ -54,8 +54,8 @@ def measure(fn: Callable[[str], object], texts: list[str]) -> list[float]:
 
 
 def bench_store(label: str, store: object, embedder: object, texts: list[str]) -> None:
+    from precedents.ingest.sources import project_keys
     from precedents.recall import search
-    from precedents.sources import project_keys
 
     keys = project_keys("/bench")
     vectors = {t: embedder.encode_queries([t])[0] for t in texts}  # type: ignore[attr-defined]
@@ -74,9 +74,9 @@ def main() -> int:
     import numpy as np
 
     from precedents.config import load_settings
-    from precedents.embedding import load_embedder
-    from precedents.indexer import Indexer
-    from precedents.sources import Sources, configured_sources, walk
+    from precedents.ingest.indexer import Indexer
+    from precedents.ingest.sources import Sources, configured_sources, walk
+    from precedents.models.embedding import load_embedder
     from precedents.store import DocumentRecord, FileRecord, Store, open_store
 
     texts = messages()

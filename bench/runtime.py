@@ -76,7 +76,7 @@ def _torch_threads(n: int | None = None) -> int | None:
 
 def worker(runtime: str, started: float, chunks: int, queries: int) -> dict[str, Any]:
     """One fresh process: load, first vector, RSS, 1,000 queries, throughput."""
-    from precedents.embedding import load_embedder
+    from precedents.models.embedding import load_embedder
     from precedents.recall.core import _daemon_threads
 
     model = load_embedder(runtime=runtime)
@@ -131,8 +131,8 @@ def build_once(cache: Path) -> float:
     """Seconds to build the int8 model file into an empty folder (its own process)."""
     code = (
         "import sys, time\nfrom pathlib import Path\n"
-        "from precedents.embedding import bundled_model_path\n"
-        "from precedents.onnx_embedder import ensure_model_file\n"
+        "from precedents.models.embedding import bundled_model_path\n"
+        "from precedents.models.onnx_embedder import ensure_model_file\n"
         "t = time.perf_counter()\n"
         "ensure_model_file(bundled_model_path('all-MiniLM-L6-v2'), Path(sys.argv[1]))\n"
         "print(time.perf_counter() - t)\n"
@@ -219,7 +219,11 @@ def main() -> int:
         env = env_for(home, runtime, claude)
         # The model file exists before the timed runs (built once per install).
         subprocess.run(
-            [sys.executable, "-c", "from precedents.embedding import load_embedder as l; l()"],
+            [
+                sys.executable,
+                "-c",
+                "from precedents.models.embedding import load_embedder as l; l()",
+            ],
             env=env,
             check=True,
             capture_output=True,

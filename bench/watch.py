@@ -106,9 +106,9 @@ def main() -> int:
     project = str(tmp)
 
     from precedents.config import load_settings
-    from precedents.embedding import load_embedder
+    from precedents.ingest.sources import Sources
+    from precedents.models.embedding import load_embedder
     from precedents.recall import search
-    from precedents.sources import Sources
     from precedents.store import Store, open_store
     from precedents.watcher import Watcher, WatchTiming
 

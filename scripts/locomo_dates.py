@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import locomo_eval as le
 
 from precedents.config import Settings
-from precedents.embedding import load_embedder
+from precedents.models.embedding import load_embedder
 from precedents.recall import Recall
 
 

@@ -15,7 +15,7 @@ What runs is the path a Claude Code log takes (docs/locomo.md has the details):
    as ``"Name: text"``, with the session's date as the lines' timestamps;
 2. each LoCoMo conversation's transcripts go in their own folder, which is a
    configured ``conversations`` folder and so its own project, and
-   :class:`~precedents.indexer.Indexer` indexes them all into one store (the
+   :class:`~precedents.ingest.indexer.Indexer` indexes them all into one store (the
    real parser, masking, chunking and the bundled model);
 3. each question is ranked by :meth:`Recall.rank` within its own project, and
    the ranked transcripts (one per session) are its retrieved sessions. Words
@@ -55,10 +55,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from precedents.config import Settings
-from precedents.embedding import Embedder, load_embedder
-from precedents.indexer import Indexer, IndexReport
+from precedents.ingest.indexer import Indexer, IndexReport
+from precedents.ingest.sources import configured_sources, project_root, walk
+from precedents.models.embedding import Embedder, load_embedder
 from precedents.recall import Recall
-from precedents.sources import configured_sources, project_root, walk
 from precedents.store import open_store
 
 # LoCoMo's category ids as its own evaluation code scores them (task_eval/evaluation.py:

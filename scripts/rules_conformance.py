@@ -51,8 +51,8 @@ def index_project(project: Path, work: Path, embedder: Any) -> tuple[Any, Path]:
     """Copy ``project``'s tree into a git folder under ``work`` and index it; returns
     (settings, the repository folder)."""
     from precedents.config import load_settings
-    from precedents.indexer import Indexer
-    from precedents.sources import Sources, configured_sources, walk
+    from precedents.ingest.indexer import Indexer
+    from precedents.ingest.sources import Sources, configured_sources, walk
     from precedents.store import Store
 
     repo = work / project.name
@@ -185,7 +185,7 @@ def main() -> int:
     parser.add_argument("--project", action="append", default=[], help="only this fixture")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
-    from precedents.embedding import load_embedder
+    from precedents.models.embedding import load_embedder
 
     result = run(args.project, load_embedder())
     brief = {k: result[k] for k in ("total", "by_format", "by_tool", "sessions")}

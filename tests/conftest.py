@@ -43,7 +43,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture(scope="session")
 def embedder() -> object:
     """The real bundled all-MiniLM-L6-v2, loaded once for the whole session."""
-    from precedents.embedding import load_embedder
+    from precedents.models.embedding import load_embedder
 
     return load_embedder()
 

@@ -132,8 +132,8 @@ def settings_for(home: Path) -> Any:
 
 def build_index(home: Path, embedder: Any, project: Path, notes: Path, adrs: Path | None) -> None:
     """Index ``notes`` (and ``adrs``) for ``project`` into ``home`` with the given model."""
-    from precedents.indexer import Indexer
-    from precedents.sources import Sources, configured_sources, walk
+    from precedents.ingest.indexer import Indexer
+    from precedents.ingest.sources import Sources, configured_sources, walk
     from precedents.store import Store
 
     settings = settings_for(home)
@@ -408,8 +408,8 @@ class ShopState:
 
     def reindex(self, embedder: Any) -> Any:
         """Index the project (its rules, ADRs, note and log) as `reindex --project` does."""
-        from precedents.indexer import Indexer
-        from precedents.sources import Sources, configured_sources, walk
+        from precedents.ingest.indexer import Indexer
+        from precedents.ingest.sources import Sources, configured_sources, walk
         from precedents.store import Store
 
         settings = self.settings()

@@ -85,7 +85,7 @@ class Shop:
 
 def build_shop(root: Path) -> Shop:
     """Write the project and its Claude Code folder under ``root``."""
-    from precedents.sources import encode_project_path
+    from precedents.ingest.sources import encode_project_path
 
     repo = root / "shop"
     (repo / ".git").mkdir(parents=True)

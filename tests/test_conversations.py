@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from precedents.chunking import (
+from precedents.ingest.chunking import (
     CHUNK_CHARS,
     MAX_CONVERSATION_CHUNKS,
     Conversation,
@@ -75,7 +75,7 @@ def test_interactive_2_1_197_has_two_exchanges_and_masks_the_key() -> None:
 
 
 def test_interactive_2_1_197_with_the_real_masking() -> None:
-    secrets = pytest.importorskip("precedents.secrets")
+    secrets = pytest.importorskip("precedents.secrets.mask")
     real_mask: Callable[[str], str] = secrets.mask_secrets
     path = SAMPLES / "claude-code_v2.1.197_cli_interactive.jsonl"
     if not path.is_file():

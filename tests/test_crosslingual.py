@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 
 from precedents.config import load_settings
-from precedents.indexer import Indexer
-from precedents.language import is_english
+from precedents.ingest.indexer import Indexer
+from precedents.ingest.sources import Sources, configured_sources, walk
+from precedents.models.language import is_english
 from precedents.recall import Recall
-from precedents.recall.crosslingual import ARTIFACT, CrossLingual
-from precedents.sources import Sources, configured_sources, walk
+from precedents.recall.multilingual import ARTIFACT, CrossLingual
 from precedents.store import Store, open_store
 
 from .conftest import REPO

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from precedents.chunking import parse_note
-from precedents.markdown import plain_pairs, split_front_matter
+from precedents.ingest.chunking import parse_note
+from precedents.ingest.markdown import plain_pairs, split_front_matter
 
 from .conftest import shared_path
 
@@ -82,8 +82,8 @@ def test_every_real_cursor_rule_of_the_dev_set_has_its_description() -> None:
 
 def test_a_store_read_by_an_older_parser_is_read_again(home: Path, tmp_path: Path) -> None:
     from precedents.config import load_settings
-    from precedents.indexer import CHUNKER_VERSION, Indexer
-    from precedents.sources import Sources, configured_sources, walk
+    from precedents.ingest.indexer import CHUNKER_VERSION, Indexer
+    from precedents.ingest.sources import Sources, configured_sources, walk
     from precedents.store import open_store
 
     from .conftest import FakeEmbedder

@@ -19,10 +19,10 @@ import pytest
 
 from precedents import api
 from precedents.config import load_settings
-from precedents.embedding import canonical_model_id
-from precedents.indexer import Indexer
+from precedents.ingest.indexer import Indexer
+from precedents.ingest.sources import Sources, configured_sources, walk
+from precedents.models.embedding import canonical_model_id
 from precedents.runlock import WRITER, read_pid
-from precedents.sources import Sources, configured_sources, walk
 from precedents.store import Store, beside, open_store
 
 from .conftest import REPO, shared_path
@@ -60,7 +60,7 @@ WRITER_SCRIPT = textwrap.dedent(
     from pathlib import Path
     from precedents import api
     from precedents.config import load_settings
-    from precedents.sources import Sources
+    from precedents.ingest.sources import Sources
 
     def waiting(pid):
         print(f"waiting for writer pid {pid}", file=sys.stderr, flush=True)
@@ -203,7 +203,7 @@ def test_links_that_leave_a_source_folder_are_not_followed(tmp_path: Path, home:
 
 
 def test_the_watcher_does_not_follow_a_link_out_either(tmp_path: Path) -> None:
-    from precedents.sources import SourceDir
+    from precedents.ingest.sources import SourceDir
     from precedents.watcher.watches import route
 
     notes = tmp_path / "notes"
@@ -284,7 +284,7 @@ def test_a_full_disk_is_one_line_about_the_disk(tmp_path: Path) -> None:
 
 def test_the_adr_graph_cache_and_answers_hold_no_secret(home: Path, tmp_path: Path) -> None:
     from precedents.adr_graph import build_graph
-    from precedents.secrets import mask_secrets
+    from precedents.secrets.mask import mask_secrets
 
     adrs = tmp_path / "adr"
     adrs.mkdir()
@@ -310,8 +310,8 @@ def test_the_adr_graph_cache_and_answers_hold_no_secret(home: Path, tmp_path: Pa
 def test_a_first_index_takes_documents_first_and_conversations_newest_first(
     tmp_path: Path,
 ) -> None:
-    from precedents.indexer import first_things_first
-    from precedents.sources import SourceFile
+    from precedents.ingest.indexer import first_things_first
+    from precedents.ingest.sources import SourceFile
 
     files = []
     for i, kind in enumerate(["conversation", "note", "conversation", "adr", "conversation"]):
@@ -324,7 +324,7 @@ def test_a_first_index_takes_documents_first_and_conversations_newest_first(
 
 
 def test_status_shows_a_pass_in_progress(home: Path, tmp_path: Path) -> None:
-    from precedents.progress import PassProgress, read_progress
+    from precedents.ingest.progress import PassProgress, read_progress
 
     run = load_settings().run_dir
     seen: list[tuple[int, int]] = []

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from precedents import embedding
 from precedents.config import DEFAULT_MODEL
 from precedents.errors import ModelError, ModelNotAvailable
+from precedents.models import embedding
 
 
 def test_missing_weights_name_the_setup_command(monkeypatch: pytest.MonkeyPatch) -> None:

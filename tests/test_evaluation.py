@@ -14,7 +14,7 @@ import pytest
 
 from precedents.config import Thresholds, load_settings
 from precedents.errors import UsageError
-from precedents.evaluation import EvalRun, prepare, score, tune
+from precedents.evaluation.core import EvalRun, prepare, score, tune
 
 from .conftest import FakeEmbedder, shared_path
 
@@ -195,7 +195,7 @@ def test_a_folder_that_is_no_set_is_refused(home: Path, tmp_path: Path) -> None:
 
 
 def test_a_trap_is_handled_by_a_mark_naming_its_successor_or_by_the_successor() -> None:
-    from precedents.evaluation import Message, _tally
+    from precedents.evaluation.core import Message, _tally
 
     trap = Message(
         "t1", "use the --input flag", "superseded_trap",

@@ -19,13 +19,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from precedents import protocol, snapshot_file
+from precedents import protocol
 from precedents.errors import ModelMismatch, StoreError
 from precedents.recall.core import Recall
 from precedents.recall.exported import Exporter
 from precedents.recall.vectors import VectorSnapshot
-from precedents.snapshot_file import Exported, SnapshotFileError
-from precedents.store import DocumentRecord, FileRecord, Store
+from precedents.store import DocumentRecord, FileRecord, Store, snapshot_file
+from precedents.store.snapshot_file import Exported, SnapshotFileError
 from tests.conftest import FakeEmbedder
 
 pytest.register_assert_rewrite("tests.conftest_daemon")
@@ -211,7 +211,7 @@ def _maps(pid: int) -> str:
 def test_the_daemon_never_maps_lancedb_and_still_sees_new_notes(
     dev_state: DevState, tmp_path: Path, embedder: Any
 ) -> None:
-    from precedents.indexer import index_note
+    from precedents.ingest.indexer import index_note
 
     home = copy_state(dev_state, tmp_path)
     with running_daemon(home) as daemon:

@@ -164,7 +164,7 @@ def test_a_scoped_rule_waits_for_its_files_before_a_message_ranks_it(
 
 
 def recall_keys(root: str) -> list[str]:
-    from precedents.sources import project_keys, project_root
+    from precedents.ingest.sources import project_keys, project_root
 
     return project_keys(project_root(root))
 
@@ -286,11 +286,11 @@ def test_a_store_built_before_scopes_gets_them(home: Path, tmp_path: Path) -> No
     """An index written before the scope column existed is read as it is (the daemon's
     export, a reader), and a writer adds the column; the next pass fills it in."""
     from precedents.config import load_settings
-    from precedents.indexer import Indexer
-    from precedents.snapshot_file import read
-    from precedents.sources import Sources, configured_sources, walk
+    from precedents.ingest.indexer import Indexer
+    from precedents.ingest.sources import Sources, configured_sources, walk
     from precedents.store import Store
     from precedents.store.export import export
+    from precedents.store.snapshot_file import read
     from tests.conftest import FakeEmbedder
 
     repo = tmp_path / "repo"
@@ -321,8 +321,8 @@ def test_a_store_built_before_scopes_gets_them(home: Path, tmp_path: Path) -> No
 def test_a_parser_change_rereads_only_the_kinds_it_touched(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from precedents import indexer
-    from precedents.indexer import CHUNKER_VERSION, reread_kinds
+    from precedents.ingest import indexer
+    from precedents.ingest.indexer import CHUNKER_VERSION, reread_kinds
     from precedents.kinds import KINDS
 
     # Version 4 added scopes to notes, rules and ADRs: a user's logs are not re-embedded

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from precedents import protocol
-from precedents.hook import STARTING_MARK
+from precedents.hook.core import STARTING_MARK
 
 pytest.register_assert_rewrite("tests.conftest_daemon")
 from tests.conftest_daemon import (  # noqa: E402 - after the rewrite registration
@@ -194,7 +194,7 @@ def test_no_wait_when_nothing_is_starting(tmp_path: Path) -> None:
 def test_first_budget_resolves_env_then_argument_then_default(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from precedents import hook
+    from precedents.hook import core as hook
 
     monkeypatch.delenv("PRECEDENTS_FIRST_PROMPT_BUDGET_MS", raising=False)
     assert hook._first_budget(None, 0.3) == hook.FIRST_BUDGET_MS / 1000
@@ -212,7 +212,7 @@ def test_first_budget_resolves_env_then_argument_then_default(
 
 
 def test_install_hook_sets_claude_codes_timeout_above_the_first_budget(tmp_path: Path) -> None:
-    from precedents.hook import FIRST_BUDGET_MS
+    from precedents.hook.core import FIRST_BUDGET_MS
     from precedents.hook.install import hook_timeout, install
 
     assert hook_timeout() * 1000 > FIRST_BUDGET_MS

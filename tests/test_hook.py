@@ -57,7 +57,7 @@ def assert_silent(proc: subprocess.CompletedProcess[bytes]) -> None:
 
 def test_import_is_light() -> None:
     code = (
-        "import sys, json; import precedents.hook; "
+        "import sys, json; import precedents.hook.core; "
         f"print(json.dumps(sorted(m for m in {list(HEAVY)!r} if m in sys.modules)))"
     )
     out = subprocess.run(
@@ -74,7 +74,7 @@ def test_hook_imports_only_c_level_stdlib_under_the_launcher() -> None:
     # The slow pure-Python layers (json's re, socket's enum, typing, pathlib) stay out.
     src = str(Path(__file__).resolve().parents[1] / "src")
     code = (
-        f"import sys; sys.path.insert(0, {src!r}); import precedents.hook; "
+        f"import sys; sys.path.insert(0, {src!r}); import precedents.hook.core; "
         "print(sorted(sys.modules))"
     )
     out = subprocess.run(
@@ -213,7 +213,7 @@ def test_lone_surrogates_are_answered_and_logged_once(
 def test_an_unexpected_failure_is_logged_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from precedents import hook
+    from precedents.hook.core import core as hook
 
     home = tmp_path / "state"
     monkeypatch.setenv("PRECEDENTS_HOME", str(home))
@@ -399,7 +399,7 @@ def test_a_daemon_that_cannot_start_is_not_restarted_on_every_message(tmp_path: 
 
 
 def test_hook_main_always_exits_zero(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from precedents import hook
+    from precedents.hook.core import core as hook
 
     monkeypatch.setenv("PRECEDENTS_HOME", str(tmp_path / "state"))
     assert hook.run([], prompt_json("hi", tmp_path)) is None

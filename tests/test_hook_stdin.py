@@ -109,7 +109,7 @@ def test_the_session_hook_gets_its_own_budget_for_stdin_too(home: Path) -> None:
 
 
 def test_stdin_over_the_cap_is_not_read_on(monkeypatch: pytest.MonkeyPatch) -> None:
-    from precedents import hook
+    from precedents.hook import core as hook
 
     read_end, write_end = os.pipe()
     with os.fdopen(read_end, "rb") as reader, os.fdopen(write_end, "wb") as writer:

@@ -11,10 +11,16 @@ import sys
 from pathlib import Path
 
 from precedents.config import load_settings
-from precedents.embedding import canonical_model_id
-from precedents.indexer import Indexer, IndexReport
+from precedents.ingest.indexer import Indexer, IndexReport
+from precedents.ingest.sources import (
+    Sources,
+    configured_sources,
+    encode_project_path,
+    project_keys,
+    walk,
+)
+from precedents.models.embedding import canonical_model_id
 from precedents.recall import search
-from precedents.sources import Sources, configured_sources, encode_project_path, project_keys, walk
 from precedents.store import Store, open_store
 
 from .conftest import REPO, shared_path

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from precedents.config import load_settings
-from precedents.indexer import Indexer, IndexReport
+from precedents.ingest.indexer import Indexer, IndexReport
+from precedents.ingest.sources import Sources, configured_sources, walk
 from precedents.recall import search
-from precedents.sources import Sources, configured_sources, walk
 from precedents.store import Store, open_store
 
 from .conftest import FakeEmbedder

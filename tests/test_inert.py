@@ -202,8 +202,8 @@ def test_suspect_summary_counts_each_document_once() -> None:
 
 def _real_fields(root: Path, adr: bool) -> list[tuple[Path, str, str]]:
     """(file, name, description) of every real rule or ADR file, as the indexer reads them."""
-    from precedents.chunking import adr_summary, parse_note
-    from precedents.secrets import mask_secrets
+    from precedents.ingest.chunking import adr_summary, parse_note
+    from precedents.secrets.mask import mask_secrets
 
     out = []
     for path in sorted(root.rglob("*")):

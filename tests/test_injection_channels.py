@@ -107,7 +107,7 @@ def _conversation(repo: Path, session: str, title: str, i: int) -> str:
 
 
 def _plant(root: Path) -> tuple[Any, dict[str, tuple[str, str]], dict[str, str], str]:
-    from precedents.sources import encode_project_path
+    from precedents.ingest.sources import encode_project_path
     from tests.shop_project import Shop
 
     repo = root / "proj"

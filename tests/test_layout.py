@@ -126,13 +126,31 @@ def under(prefix: str) -> list[str]:
     ("layer", "forbidden"),
     [
         # The store takes vectors as arrays: it knows neither the model nor the readers.
-        ("precedents.store", ["embedding", "recall", "query_daemon", "cli", "api", "watcher"]),
-        # The ADR graph is standard library (and YAML) only; everything calls it.
-        ("precedents.adr_graph", ["store", "recall", "embedding", "indexer", "cli", "config"]),
+        (
+            "precedents.store",
+            ["models", "ingest", "recall", "query_daemon", "cli", "api", "watcher"],
+        ),
+        # The ADR graph is standard library (and YAML) only; everything calls it. Its one
+        # ingest module is the front-matter parser (ingest.markdown, also stdlib + YAML).
+        (
+            "precedents.adr_graph",
+            ["store", "recall", "models", "ingest.indexer", "ingest.sources", "cli", "config"],
+        ),
+        # Masking is text in, text out: it knows no store, model or reader.
+        (
+            "precedents.secrets",
+            ["store", "recall", "models", "ingest", "query_daemon", "cli", "api"],
+        ),
+        # A model turns text into vectors; it knows nothing of where they go.
+        (
+            "precedents.models",
+            ["store", "recall", "ingest", "query_daemon", "cli", "api", "watcher"],
+        ),
         # The watcher only tells the indexer which paths changed.
         ("precedents.watcher", ["recall", "query_daemon", "api", "cli"]),
-        ("precedents.recall", ["query_daemon", "cli", "api", "watcher", "indexer"]),
-        ("precedents.indexer", ["recall", "query_daemon", "cli", "api", "watcher"]),
+        # Recall reads what ingest knows (source folders, front matter), never writes.
+        ("precedents.recall", ["query_daemon", "cli", "api", "watcher", "ingest.indexer"]),
+        ("precedents.ingest", ["recall", "query_daemon", "cli", "api", "watcher"]),
         # The daemon may index one note with its warm model (`remember`), as a writer.
         ("precedents.query_daemon", ["cli", "api", "watcher"]),
     ],
@@ -154,7 +172,7 @@ def test_nothing_below_the_cli_imports_it() -> None:
 
 
 def test_the_hook_and_protocol_need_only_the_standard_library() -> None:
-    for name in ("precedents.hook", "precedents.protocol"):
+    for name in ("precedents.hook.core", "precedents.protocol"):
         assert set(GRAPH[name]) <= {"precedents.protocol"}, name
         tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
         top = {
@@ -168,3 +186,23 @@ def test_the_hook_and_protocol_need_only_the_standard_library() -> None:
             if isinstance(node, ast.ImportFrom) and not node.level
         }
         assert top - {"precedents"} <= set(sys.stdlib_module_names), name
+
+
+def test_the_package_root_holds_only_shared_modules() -> None:
+    """The pipeline is visible in the tree (issue #22): stages and layers are packages;
+    at the root only what every layer shares (settings, errors, kinds, the wire
+    protocol, locks, inert rendering, lazy attributes) and the front door, ``api``."""
+    flat = sorted(p.stem for p in PACKAGE.glob("*.py") if p.name != "__init__.py")
+    assert len(flat) <= 8, flat
+
+
+def test_no_real_code_in_a_package_init() -> None:
+    """An ``__init__.py`` holds a docstring, imports and lazy re-exports, never a
+    function or a class: what a package does lives in a module named for it."""
+    bad = [
+        f"{path.relative_to(PACKAGE)}:{node.lineno}"
+        for path in PACKAGE.rglob("__init__.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    ]
+    assert bad == []

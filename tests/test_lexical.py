@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from precedents.lexical import K1, B, Lexical, Postings, TermCache, tokens
+from precedents.store.lexical import K1, B, Lexical, Postings, TermCache, tokens
 
 DOCS = [
     ["Melanie: I signed up for the pottery class on Tuesday", "Caroline: nice, pottery!"],

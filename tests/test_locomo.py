@@ -17,8 +17,8 @@ from types import ModuleType
 
 import pytest
 
-from precedents.chunking import conversation_chunks, parse_conversation
-from precedents.embedding import canonical_model_id
+from precedents.ingest.chunking import conversation_chunks, parse_conversation
+from precedents.models.embedding import canonical_model_id
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "locomo-mini.json"

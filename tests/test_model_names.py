@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from precedents import embedding
 from precedents.errors import ModelNotAvailable
-from precedents.hub import closest
+from precedents.models import embedding
+from precedents.models.hub import closest
 
 TYPO = "all-MiniLM-L6-v3"
 

@@ -23,7 +23,7 @@ import numpy as np
 import pytest
 
 from precedents.errors import ModelError, ModelNotAvailable
-from precedents.model_parts import (
+from precedents.models.parts import (
     DONE,
     MPNET,
     PartedModel,
@@ -114,7 +114,7 @@ def test_an_interrupted_assembly_is_not_a_model(tmp_path: Path) -> None:
 def test_the_names_a_user_may_type(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from precedents.embedding import canonical_model_id, load_embedder
+    from precedents.models.embedding import canonical_model_id, load_embedder
 
     # Models are assembled in the machine's cache (#21): an empty one here.
     monkeypatch.setenv("PRECEDENTS_MODEL_CACHE", str(tmp_path / "models"))

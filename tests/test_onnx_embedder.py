@@ -23,10 +23,10 @@ import numpy as np
 import pytest
 
 from precedents.config import DEFAULT_MODEL, load_settings
-from precedents.embedding import bundled_model_path, canonical_model_id, load_embedder
 from precedents.errors import ConfigError
-from precedents.onnx_embedder import FILE_PREFIX, OnnxEmbedder, onnx_available
-from precedents.onnx_variants import FP32, U8S8, U8U8, Variant, choose, cpu_flags, u8s8_exact
+from precedents.models.embedding import bundled_model_path, canonical_model_id, load_embedder
+from precedents.models.onnx_embedder import FILE_PREFIX, OnnxEmbedder, onnx_available
+from precedents.models.onnx_variants import FP32, U8S8, U8U8, Variant, choose, cpu_flags, u8s8_exact
 from tests.conftest import REPO, SHARED
 from tests.conftest_daemon import hook_env, start_daemon, stop_daemon, wait_ready
 
@@ -83,7 +83,7 @@ def queries() -> list[str]:
 def reference() -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
     """The test passages and questions, with sentence-transformers' fp32 vectors (this CPU)."""
     pytest.importorskip("sentence_transformers")
-    from precedents.embedding import SentenceTransformerEmbedder
+    from precedents.models.embedding import SentenceTransformerEmbedder
 
     fp32 = SentenceTransformerEmbedder(DEFAULT_MODEL, "cpu")
     docs, asks = passages(), queries()
@@ -187,9 +187,9 @@ def test_store_model_change_reembeds(home: Path) -> None:
 
 BUILD = """
 import sys, time
-from precedents.embedding import bundled_model_path
-from precedents.onnx_embedder import ensure_model_file
-from precedents.onnx_variants import choose
+from precedents.models.embedding import bundled_model_path
+from precedents.models.onnx_embedder import ensure_model_file
+from precedents.models.onnx_variants import choose
 start = float(sys.argv[1])
 time.sleep(max(0.0, start - time.time()))  # both builders start together
 print(ensure_model_file(bundled_model_path("all-MiniLM-L6-v2"), variant=choose()))
@@ -199,7 +199,7 @@ print(ensure_model_file(bundled_model_path("all-MiniLM-L6-v2"), variant=choose()
 @pytest.mark.slow
 def test_concurrent_builds_make_one_whole_file(tmp_path: Path) -> None:
     """Two processes of two state folders build one file in the machine's cache."""
-    from precedents.onnx_embedder import _source_key
+    from precedents.models.onnx_embedder import _source_key
 
     cache = tmp_path / "models"
     cache.mkdir()
@@ -231,7 +231,7 @@ def test_concurrent_builds_make_one_whole_file(tmp_path: Path) -> None:
 
 
 def test_failed_build_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from precedents import onnx_embedder
+    from precedents.models import onnx_embedder
 
     def broken(src: Path, target: Path, variant: Variant) -> None:
         target.write_bytes(b"half a model")
@@ -329,7 +329,7 @@ def test_reindex_daemon_and_watcher_never_import_torch(home: Path, tmp_path: Pat
 
 def test_torch_runtime_is_still_there(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """PRECEDENTS_RUNTIME=torch, or a GPU device, keeps sentence-transformers (not loaded here)."""
-    from precedents import embedding
+    from precedents.models import embedding
 
     loaded: list[tuple[str, str]] = []
 
@@ -352,8 +352,8 @@ def test_a_full_disk_during_the_build_is_one_line(
 ) -> None:
     import errno
 
-    from precedents import onnx_embedder
     from precedents.errors import ModelError
+    from precedents.models import onnx_embedder
 
     def full(src: Path, target: Path, variant: Variant) -> None:
         raise OSError(errno.ENOSPC, "No space left on device")

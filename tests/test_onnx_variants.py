@@ -22,10 +22,15 @@ import pytest
 
 from precedents import config
 from precedents.config import DEFAULT_MODEL, base_model_id, load_settings
-from precedents.embedding import bundled_model_path, canonical_model_id
 from precedents.errors import ModelNotAvailable
-from precedents.onnx_embedder import FILE_PREFIX, OnnxEmbedder, ensure_model_file, onnx_available
-from precedents.onnx_variants import (
+from precedents.models.embedding import bundled_model_path, canonical_model_id
+from precedents.models.onnx_embedder import (
+    FILE_PREFIX,
+    OnnxEmbedder,
+    ensure_model_file,
+    onnx_available,
+)
+from precedents.models.onnx_variants import (
     FP32,
     U8S8,
     U8U8,
@@ -99,7 +104,7 @@ def test_the_flags_come_from_the_os(tmp_path: Path) -> None:
 
 
 def test_macos_flags(monkeypatch: pytest.MonkeyPatch) -> None:
-    from precedents import onnx_variants
+    from precedents.models import onnx_variants
 
     answers = {
         "arm64": "hw.optional.arm.FEAT_SME: 1\nhw.optional.arm.FEAT_I8MM: 1\n"
@@ -175,7 +180,7 @@ def test_one_model_file_for_every_state_folder(
 def test_a_cache_that_cannot_be_written_falls_back_to_the_state_folder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from precedents import onnx_embedder
+    from precedents.models import onnx_embedder
 
     def fake(src: Path, target: Path, variant: Variant) -> None:
         target.write_bytes(b"a model")
@@ -200,9 +205,9 @@ EMULATED = """
 import sys
 import numpy as np
 from precedents.config import DEFAULT_MODEL
-from precedents.embedding import bundled_model_path
-from precedents.onnx_embedder import OnnxEmbedder
-from precedents.onnx_variants import U8U8, _numpy_flags, choose
+from precedents.models.embedding import bundled_model_path
+from precedents.models.onnx_embedder import OnnxEmbedder
+from precedents.models.onnx_variants import U8U8, _numpy_flags, choose
 flags = _numpy_flags()  # cpuid, as the emulated CPU answers it (ONNX Runtime reads the same)
 print("FLAGS", sorted(f for f in flags if f.startswith("avx")), flush=True)
 assert "avx2" in flags and not flags & {"avx512f", "avx512_vnni", "avx_vnni"}, flags
@@ -223,7 +228,7 @@ def test_an_avx2_only_cpu_gets_uint8_weights_that_agree(tmp_path: Path) -> None:
     """The passages that drifted most on AVX2 (int8 weights: 0.973, 0.971, 0.988): under an
     emulated Haswell (AVX2, no VNNI), the variant it gets keeps cosine >= 0.99."""
     pytest.importorskip("sentence_transformers")
-    from precedents.embedding import SentenceTransformerEmbedder
+    from precedents.models.embedding import SentenceTransformerEmbedder
 
     texts = _chunks("project_product_images_presigned_upload.md")
     texts += _chunks("user_prefers_small_prs.md")[:1]

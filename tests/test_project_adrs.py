@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from precedents.config import load_settings
-from precedents.sources import Sources, configured_sources, encode_project_path
+from precedents.ingest.sources import Sources, configured_sources, encode_project_path
 
 
 def repo_with_adrs(tmp_path: Path) -> Path:

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from precedents.chunking import parse_note
-from precedents.remember import memory_folder, write_note
-from precedents.sources import encode_project_path
+from precedents.ingest.chunking import parse_note
+from precedents.ingest.remember import memory_folder, write_note
+from precedents.ingest.sources import encode_project_path
 
 pytest.register_assert_rewrite("tests.conftest_daemon")
 from tests.conftest_daemon import (  # noqa: E402 - after the rewrite registration

@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from precedents.config import load_settings
-from precedents.embedding import canonical_model_id
-from precedents.indexer import CHUNKER_VERSION, Indexer, IndexReport
-from precedents.sources import Sources, configured_sources, walk
+from precedents.ingest.indexer import CHUNKER_VERSION, Indexer, IndexReport
+from precedents.ingest.sources import Sources, configured_sources, walk
+from precedents.models.embedding import canonical_model_id
 from precedents.store import FileRecord, Store, open_store
 
 from .conftest import FakeEmbedder

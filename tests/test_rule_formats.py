@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from precedents.chunking import parse_note
+from precedents.ingest.chunking import parse_note
 from precedents.rules.formats import classify, discover, format_in_path
 from precedents.rules.scope import Scope, named_scope, rule_scope
 

@@ -1,4 +1,4 @@
-"""Tests of precedents.secrets: planted secrets are masked, look-alikes are not.
+"""Tests of precedents.secrets.mask: planted secrets are masked, look-alikes are not.
 
 Fake tokens are built at run time from a seeded random generator, so that no
 real-looking credential sits in the source (push protection would flag it).
@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from precedents import secrets
-from precedents.secrets import SecretSpan, find_secrets, mask_secrets
+from precedents.secrets import mask as secrets
+from precedents.secrets.mask import SecretSpan, find_secrets, mask_secrets
 
 _RNG = random.Random(20240611)
 _ALNUM = string.ascii_letters + string.digits
@@ -148,7 +148,7 @@ LOOKALIKES: list[str] = [
     f"pulled image sha256:{hashlib.sha256(b'y').hexdigest()} today",
     "The password policy requires twelve characters; token rotation happens weekly.",
     "Set the secret in the vault, never put the token in code.",
-    "path /Users/alice/projects/precedents/src/precedents/secrets.py:42",
+    "path /Users/alice/projects/precedents/src/precedents/secrets/mask.py:42",
     "/home/bob/.config/claude/settings.json and C:\\Users\\bob\\AppData\\Local",
     "SGVsbG8gd29ybGQsIHRoaXMgaXMgYmFzZTY0 is how base64 looks in the docs",
     "ThisIsAVeryLongCamelCaseIdentifierNameThatLooksRandomish",
@@ -368,7 +368,7 @@ def test_fallback_to_local_rules(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, scanner: object
 ) -> None:
     monkeypatch.setattr(secrets, "_get_scanner", lambda: scanner)
-    caplog.set_level(logging.WARNING, logger="precedents.secrets")
+    caplog.set_level(logging.WARNING, logger="precedents.secrets.mask")
     for name, text, secrets_, expected in PLANTED:
         masked = mask_secrets(text)
         for secret in secrets_:
@@ -395,7 +395,7 @@ def test_unavailable_scanner_logs_once(
     monkeypatch.setattr(secrets, "_scanner", None)
     monkeypatch.setattr(secrets, "_scanner_failed", False)
     monkeypatch.setattr(kingfisher_sdk, "Rules", broken_rules)
-    caplog.set_level(logging.WARNING, logger="precedents.secrets")
+    caplog.set_level(logging.WARNING, logger="precedents.secrets.mask")
     assert mask_secrets(f"x {GITHUB_PAT}") == "x [MASKED:github-token]"
     assert mask_secrets(f"y {GITHUB_PAT}") == "y [MASKED:github-token]"
     assert len(caplog.records) == 1
@@ -435,7 +435,7 @@ def test_native_scanner_is_used() -> None:
 
 def test_import_is_light() -> None:
     code = (
-        "import sys, precedents.secrets\n"
+        "import sys, precedents.secrets.mask\n"
         "heavy = {'torch', 'lancedb', 'pyarrow', 'kingfisher_sdk'} & set(sys.modules)\n"
         "assert not heavy, heavy\n"
     )
@@ -662,7 +662,7 @@ def test_keyword_free_rules_work_without_kingfisher(
 
 
 def test_entropy_and_randomness_helpers() -> None:
-    from precedents.secrets_rules import looks_random, shannon_entropy
+    from precedents.secrets.rules import looks_random, shannon_entropy
 
     assert shannon_entropy("") == 0.0
     assert shannon_entropy("aaaa") == 0.0

@@ -16,19 +16,19 @@ from typing import Any
 
 import pytest
 
-from precedents.conversations import parse_conversation
-from precedents.indexer import reread_kinds
+from precedents.ingest.conversations import parse_conversation
+from precedents.ingest.indexer import reread_kinds
+from precedents.ingest.sources import SourceDir, walk
 from precedents.kinds import KINDS
-from precedents.secret_names import (
+from precedents.secrets.mask import mask_secrets, mask_together
+from precedents.secrets.names import (
     FOLDER_REASON,
     NAME_REASON,
     masked_path,
     shown_path,
     withheld_reason,
 )
-from precedents.secrets import mask_secrets, mask_together
-from precedents.sources import SourceDir, walk
-from precedents.withheld import read_withheld, record_withheld
+from precedents.secrets.withheld import read_withheld, record_withheld
 
 _RNG = random.Random(2020)
 _ALNUM = string.ascii_letters + string.digits
@@ -284,10 +284,10 @@ def test_stores_read_by_an_older_parser_read_every_kind_again() -> None:
 def test_the_indexer_withholds_routed_files_and_drops_rows_of_older_stores(
     home: Path, tmp_path: Path, fake_embedder: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from precedents import indexer as indexer_mod
     from precedents.config import load_settings
-    from precedents.indexer import Indexer
-    from precedents.sources import SourceFile, Sources, configured_sources
+    from precedents.ingest import indexer as indexer_mod
+    from precedents.ingest.indexer import Indexer
+    from precedents.ingest.sources import SourceFile, Sources, configured_sources
     from precedents.store import Store
 
     notes = tmp_path / "notes"
@@ -302,7 +302,7 @@ def test_the_indexer_withholds_routed_files_and_drops_rows_of_older_stores(
     # A store written before names were checked: the file's path is in it.
     with monkeypatch.context() as patch:
         patch.setattr(indexer_mod, "withheld_reason", lambda path: None)
-        patch.setattr("precedents.sources.withheld_reason", lambda path: None)
+        patch.setattr("precedents.ingest.sources.withheld_reason", lambda path: None)
         indexer.sync(walk(sources))
     assert str(secret) in store.files()
     store.stamp(chunker="4")

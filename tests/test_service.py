@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from precedents.cli import app
 from precedents.config import load_settings
-from precedents.service import (
+from precedents.service.units import (
     LAUNCHD_AGENTS,
     SYSTEMD_UNITS,
     install_service,

@@ -255,9 +255,9 @@ def _every_list_warning_is_in_check(folder: Path) -> None:
 
 def test_a_whitespace_only_query_is_a_usage_error(home: Path, tmp_path: Path) -> None:
     from precedents import api
-    from precedents.indexer import Indexer
+    from precedents.ingest.indexer import Indexer
+    from precedents.ingest.sources import Sources, configured_sources, walk
     from precedents.protocol import MAX_PROMPT_CHARS
-    from precedents.sources import Sources, configured_sources, walk
     from precedents.store import open_store
 
     notes = tmp_path / "notes"
@@ -314,7 +314,7 @@ def systemctl(folder: Path, failing: str, stderr: str) -> Path:
 @pytest.fixture
 def installed(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """The two units, written as `service install --no-load` writes them."""
-    from precedents.service import SYSTEMD_UNITS, install_service, unit_dir
+    from precedents.service.units import SYSTEMD_UNITS, install_service, unit_dir
 
     if not sys.platform.startswith("linux"):
         pytest.skip("systemd units")

@@ -24,10 +24,10 @@ import numpy as np
 import pytest
 
 from precedents.config import DEFAULT_MODEL, load_settings
-from precedents.embedding import canonical_model_id
+from precedents.ingest.sources import Sources
+from precedents.models.embedding import canonical_model_id
 from precedents.recall import search
 from precedents.runlock import read_pid
-from precedents.sources import Sources
 from precedents.store import Store, open_store
 from precedents.store.opening import LazyStore
 from precedents.watcher import ROLE, Watcher, WatcherRunning, WatchTiming
@@ -307,8 +307,8 @@ def test_conversation_log_reindexed_whole_with_cached_vectors(env: Env, tmp_path
         assert env.reader.files()[str(session)].chunks == 2
         assert env.emb.texts - texts == 1  # only the new exchange was embedded
     # The rows equal a whole re-read's: a fresh reindex finds nothing to change.
-    from precedents.indexer import Indexer
-    from precedents.sources import Sources, configured_sources, walk
+    from precedents.ingest.indexer import Indexer
+    from precedents.ingest.sources import Sources, configured_sources, walk
 
     srcs = configured_sources(env.settings, Sources(conversations=[logs], project=PROJECT))
     report = Indexer(env.settings, env.store, env.emb).sync(walk(srcs))

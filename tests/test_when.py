@@ -94,9 +94,9 @@ def test_a_date_cue_lifts_the_conversation_of_that_day(home: Path, embedder: obj
     from dataclasses import replace
 
     from precedents.config import load_settings
-    from precedents.indexer import Indexer
+    from precedents.ingest.indexer import Indexer
+    from precedents.ingest.sources import configured_sources, walk
     from precedents.recall import Recall
-    from precedents.sources import configured_sources, walk
     from precedents.store import open_store
 
     folder = home.parent / "logs"

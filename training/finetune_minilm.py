@@ -36,8 +36,8 @@ SEED = 0
 
 def corpus(part: str) -> tuple[list[list[str]], dict[str, int], list[dict[str, Any]]]:
     """Records chunked as indexed, their index by relative path, and the English pairs."""
-    from precedents.chunking import chunk_document, parse_note
-    from precedents.secrets import mask_secrets
+    from precedents.ingest.chunking import chunk_document, parse_note
+    from precedents.secrets.mask import mask_secrets
 
     folder = DATA / part
     paths = sorted(p for p in (folder / "records").rglob("*") if p.is_file())
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch", type=int, default=32)
     args = parser.parse_args(argv)
     torch.manual_seed(SEED)
-    from precedents.embedding import load_embedder
+    from precedents.models.embedding import load_embedder
 
     base = load_embedder("sentence-transformers/all-MiniLM-L6-v2", "cpu", runtime="torch")
     model = base._model  # type: ignore[attr-defined]

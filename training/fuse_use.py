@@ -40,10 +40,10 @@ def set_vectors(folder: Path) -> dict[str, Any]:
     import lancedb
 
     from precedents.config import load_settings
-    from precedents.embedding import load_embedder
-    from precedents.evaluation import _index_set, load_messages
-    from precedents.language import is_english
-    from precedents.second_model import load_second_model
+    from precedents.evaluation.core import _index_set, load_messages
+    from precedents.models.embedding import load_embedder
+    from precedents.models.language import is_english
+    from precedents.models.multilingual import load_second_model
 
     minilm, use = load_embedder(), load_second_model()
     folder = folder.absolute()
@@ -116,7 +116,7 @@ def measure(
 
 def calibration() -> dict[str, float]:
     """USE's monolingual and cross-lingual cosines onto MiniLM's scale (training data only)."""
-    from precedents.second_model import load_second_model
+    from precedents.models.multilingual import load_second_model
 
     s = xl.scores()
 

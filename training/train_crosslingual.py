@@ -43,8 +43,8 @@ VERSION = "crosslingual-use-v1"
 
 def chunks_of(path: Path) -> list[str]:
     """A record chunked as the indexer chunks it."""
-    from precedents.chunking import chunk_document, parse_note
-    from precedents.secrets import mask_secrets
+    from precedents.ingest.chunking import chunk_document, parse_note
+    from precedents.secrets.mask import mask_secrets
 
     meta = parse_note(mask_secrets(path.read_text(encoding="utf-8")), path.stem)
     return chunk_document(meta.name, meta.description, meta.body)
@@ -69,8 +69,8 @@ def load_pairs(part: str) -> list[dict[str, Any]]:
 
 def scores() -> dict[str, Any]:
     """Every cosine the fit needs, computed once."""
-    from precedents.embedding import load_embedder
-    from precedents.second_model import load_second_model
+    from precedents.models.embedding import load_embedder
+    from precedents.models.multilingual import load_second_model
 
     minilm, use = load_embedder(), load_second_model()
     en_records = sorted((DATA / "notes" / "records").glob("*.md"))

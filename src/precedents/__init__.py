@@ -1,6 +1,6 @@
 """precedents: local memory recall for AI coding agents.
 
-Kept import-light on purpose: ``precedents.hook`` lives below this package and
+Kept import-light on purpose: ``precedents.hook.core`` lives below this package and
 must start in a few milliseconds, so nothing heavy is imported here.
 """
 

@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Any
 from precedents import protocol, runlock
 from precedents.config import Settings
 from precedents.errors import PrecedentsError, disk_full, is_disk_full
-from precedents.progress import read_progress
-from precedents.secret_names import shown_path
-from precedents.sources import Problem, Sources, configured_sources, project_root, walk
-from precedents.withheld import read_withheld
+from precedents.ingest.progress import read_progress
+from precedents.ingest.sources import Problem, Sources, configured_sources, project_root, walk
+from precedents.secrets.names import shown_path
+from precedents.secrets.withheld import read_withheld
 
 if TYPE_CHECKING:
-    from precedents.embedding import Embedder
-    from precedents.indexer import IndexReport
-    from precedents.progress import Progress
+    from precedents.ingest.indexer import IndexReport
+    from precedents.ingest.progress import Progress
+    from precedents.models.embedding import Embedder
     from precedents.store import Store
 
 # The model, LanceDB, pyarrow and numpy are imported inside the calls that need
@@ -51,7 +51,7 @@ def reindex(
     index serving. Another writer (a `reindex`, the watcher) is waited for;
     ``on_wait`` is told once, with its pid.
     """
-    from precedents.indexer import Indexer, lazy_store
+    from precedents.ingest.indexer import Indexer, lazy_store
     from precedents.store import beside, switch_in
 
     found = configured_sources(settings, sources)
@@ -206,7 +206,7 @@ def status(settings: Settings) -> dict[str, Any]:
 def setup(settings: Settings, model: str | None = None) -> dict[str, Any]:
     """Download (if needed) and load ``model``: the only call that may use the network."""
     name = model or settings.model
-    from precedents.embedding import load_embedder, setup_model
+    from precedents.models.embedding import load_embedder, setup_model
 
     where = setup_model(name)
     embedder = load_embedder(name, settings.device)
@@ -228,8 +228,8 @@ def evaluate(
 ) -> dict[str, Any]:
     """Score retrieval and selection on eval ``sets`` (docs/eval.md) at the model's
     thresholds; with ``tune``, also search the threshold grid and report the best."""
-    from precedents import evaluation
-    from precedents.embedding import canonical_model_id
+    from precedents.evaluation import core as evaluation
+    from precedents.models.embedding import canonical_model_id
 
     run = evaluation.prepare(settings, sets, progress)
     current = settings.thresholds_for(canonical_model_id(settings.model))
@@ -268,7 +268,7 @@ def remember(
 ) -> dict[str, Any]:
     """Save ``text`` as a memory note of ``project`` (default: this folder's) and make it
     searchable: by the running watcher, or indexed here and now when none runs."""
-    from precedents.remember import memory_folder, write_note
+    from precedents.ingest.remember import memory_folder, write_note
 
     root = project_root(project or Path.cwd())
     folder = memory_folder(settings.claude_dir, root)
@@ -283,7 +283,7 @@ def remember(
 
 
 def _index_remembered(settings: Settings, path: Path, folder: Path, root: str) -> dict[str, Any]:
-    from precedents.sources import resolve_claude_project
+    from precedents.ingest.sources import resolve_claude_project
     from precedents.watcher import ROLE as WATCHER
 
     watcher = runlock.Claim(settings.run_dir, WATCHER)
@@ -297,7 +297,7 @@ def _index_remembered(settings: Settings, path: Path, folder: Path, root: str) -
             return {"path": str(path), "project": root, "indexed_by": "daemon"}
     except protocol.Unavailable:
         pass
-    from precedents.indexer import index_note, lazy_store
+    from precedents.ingest.indexer import index_note, lazy_store
 
     lazy = lazy_store(settings)
     index_note(settings, lazy.model(), path, key)

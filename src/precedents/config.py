@@ -42,7 +42,7 @@ class Thresholds:
     # above this, the records near the top are shown (recall/selection.py).
     # None: not used.
     speak_relevance: float | None = None
-    # Words next to vectors (precedents.lexical): a conversation ranks by its best
+    # Words next to vectors (precedents.store.lexical): a conversation ranks by its best
     # chunk's cosine plus this share of its BM25 over the whole log (scaled by the
     # best among the project's conversations for the question). Only the order
     # changes; the scores selected on stay cosines. 0: vectors alone. Picked by

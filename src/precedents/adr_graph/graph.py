@@ -24,8 +24,8 @@ from precedents.adr_graph.model import AdrRecord, Finding, NonAdr, ParsedAdr, la
 from precedents.adr_graph.parse import parse_bytes, unreadable
 from precedents.adr_graph.status import Decision, decide
 from precedents.errors import UsageError
-from precedents.paths import git_root
-from precedents.secret_names import masked_path
+from precedents.kinds import git_root
+from precedents.secrets.names import masked_path
 
 ADR_SUFFIXES = (".md", ".markdown")
 # Folders that hold no decisions but can be huge.

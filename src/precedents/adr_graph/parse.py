@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from precedents import markdown
 from precedents.adr_graph import text as tx
 from precedents.adr_graph.declaration import (
     ADR_TOKEN,
@@ -52,6 +51,7 @@ from precedents.adr_graph.model import (
     RawRelation,
     Ref,
 )
+from precedents.ingest import markdown
 
 _FM_RELATIONS = {
     "supersedes": SUPERSEDES,

@@ -12,9 +12,9 @@ import re
 from collections import defaultdict
 from collections.abc import Mapping
 
-from precedents import markdown
 from precedents.adr_graph import text as tx
 from precedents.adr_graph.model import ParsedAdr, Ref, Target, label_for
+from precedents.ingest import markdown
 
 _TEXT_NUMBER_RE = re.compile(r"^\s*(?:adr)?[-_ #]*(\d{1,6})\b", re.I)
 _EMPHASIS_RE = re.compile(r"[`*_]+")

@@ -2,7 +2,7 @@
 
 Regular expressions only, no Markdown library: ADRs use a small, well-known
 subset, and a cold build of 1,000 records has to fit in 300 ms. What notes and
-ADRs share (front matter, fences, dates) is read by :mod:`precedents.markdown`;
+ADRs share (front matter, fences, dates) is read by :mod:`precedents.ingest.markdown`;
 this module adds the ADR graph's own policy on top.
 """
 
@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-from precedents import markdown
 from precedents.adr_graph.model import Ref
+from precedents.ingest import markdown
 
 # A Markdown inline link; the text may hold one level of nested brackets, as in
 # elastisys' "[Superseded by [ADR-0019](0019-x.md)]" title prefix. The href stops
@@ -62,7 +62,7 @@ def decode(data: bytes) -> str:
 def read_front_matter(text: str) -> tuple[dict[str, Any] | None, str, str | None]:
     """``(front matter, body, error)``; front matter is None when the file has none.
 
-    The ADR graph's reading of :func:`precedents.markdown.split_front_matter`:
+    The ADR graph's reading of :func:`precedents.ingest.markdown.split_front_matter`:
     a bare ``---`` opening line, keys lower-cased (``Status:`` is ``status:``),
     the C loader (speed), the body after a broken block still read (its status
     section may be fine), and errors worded for `adr list`. Re-raises the

@@ -21,7 +21,7 @@ from precedents.cli.common import JsonOpt, add_commands, print_json
 from precedents.config import Settings, load_settings
 from precedents.errors import PrecedentsError, UsageError
 from precedents.inert import SUSPECT_MARK, inert_path
-from precedents.secrets import mask_secrets
+from precedents.secrets.mask import mask_secrets
 
 if TYPE_CHECKING:
     from precedents.adr_graph import AdrGraph

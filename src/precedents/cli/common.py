@@ -20,7 +20,7 @@ from typing import Annotated, Any, NoReturn, TypeVar
 import typer
 
 from precedents.errors import PrecedentsError, UsageError, disk_full, is_disk_full
-from precedents.sources import Sources
+from precedents.ingest.sources import Sources
 
 F = TypeVar("F", bound=Callable[..., Any])
 

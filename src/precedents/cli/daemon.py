@@ -110,7 +110,7 @@ def install_hook(
     project's settings.local.json; never in a committed file without --shared.
     The plugin (docs/plugin.md) does the same without absolute paths.
     """
-    from precedents.hook import FIRST_BUDGET_MS, PROMPT_BUDGET_MS
+    from precedents.hook.core import FIRST_BUDGET_MS, PROMPT_BUDGET_MS
     from precedents.hook.install import has_ours, install, plugin_enabled, settings_path
 
     if user and (project is not None or shared):

@@ -34,7 +34,7 @@ def eval_(
 
 def _print_report(result: dict[str, Any]) -> None:
     """The figures at the model's thresholds, then at the best grid point when tuned."""
-    from precedents.evaluation import report_lines
+    from precedents.evaluation.core import report_lines
 
     typer.echo(f"model {result['model']}, thresholds {result['thresholds']}")
     for line in report_lines(result["scores"]):

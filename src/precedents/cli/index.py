@@ -24,7 +24,7 @@ from precedents.errors import PrecedentsError
 from precedents.inert import SUSPECT_MARK
 
 if TYPE_CHECKING:
-    from precedents.indexer import IndexReport
+    from precedents.ingest.indexer import IndexReport
 
 
 def setup(

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from precedents.progress import Progress as ProgressFn
+from precedents.ingest.progress import Progress as ProgressFn
 
 
 @contextmanager

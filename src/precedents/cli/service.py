@@ -8,7 +8,7 @@ import typer
 
 from precedents.cli.common import JsonOpt, add_commands, print_json
 from precedents.config import load_settings
-from precedents.service import ServiceResult, install_service, uninstall_service
+from precedents.service.units import ServiceResult, install_service, uninstall_service
 
 NoLoadOpt = Annotated[
     bool, typer.Option("--no-load", help="Only write/remove the files; do not call systemctl.")

@@ -86,7 +86,7 @@ def claude_version(claude: str | None = None) -> tuple[int, ...] | None:
 
 def hook_timeout(first_budget_ms: float | None = None) -> int:
     """Claude Code's timeout for our hooks, in whole seconds: above the first-prompt budget."""
-    from precedents.hook import FIRST_BUDGET_MS
+    from precedents.hook.core import FIRST_BUDGET_MS
 
     first = FIRST_BUDGET_MS if first_budget_ms is None else first_budget_ms
     return max(TIMEOUT_S, math.ceil(first / 1000) + TIMEOUT_MARGIN_S)

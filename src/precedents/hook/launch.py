@@ -12,6 +12,6 @@ import sys
 _here = __file__.replace("\\", "/")
 sys.path.insert(0, _here.rsplit("/", 3)[0] if _here.count("/") >= 3 else ".")
 
-from precedents.hook import main  # noqa: E402 - needs the path above
+from precedents.hook.core import main  # noqa: E402 - needs the path above
 
 sys.exit(main(sys.argv[1:]))

@@ -21,31 +21,10 @@ from typing import TYPE_CHECKING
 from precedents.lazy import lazy_attributes
 
 if TYPE_CHECKING:
-    from precedents.config import Settings
-    from precedents.mcp.front import Front
+    from precedents.mcp.run import serve
     from precedents.mcp.server import build_server
 
 
-def serve(settings: Settings | None = None, *, front: Front | None = None) -> None:
-    """Run the server on stdin/stdout until the client closes it.
-
-    ``front``: one already answering the handshake (the CLI starts it before
-    anything else loads); by default one is started here.
-    """
-    from precedents.mcp.front import Front
-
-    front = front or Front.start()
-    from precedents.mcp.server import serve as serve_sdk  # the SDK: ~0.7 s of CPU
-
-    if front is not None:
-        front.sdk_starting()
-    try:
-        serve_sdk(settings)
-    finally:
-        if front is not None:
-            front.finish()
-
-
-__getattr__ = lazy_attributes(__name__, {"build_server": "server"})
+__getattr__ = lazy_attributes(__name__, {"build_server": "server", "serve": "run"})
 
 __all__ = ["build_server", "serve"]

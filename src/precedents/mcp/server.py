@@ -21,10 +21,10 @@ from precedents.adr_graph import build_graph, default_adr_dir
 from precedents.adr_graph.view import AdrView
 from precedents.config import Settings, load_settings
 from precedents.errors import PrecedentsError, UsageError
+from precedents.ingest.sources import project_root
+from precedents.kinds import git_root
 from precedents.mcp.transport import stdio_transport
-from precedents.paths import git_root
-from precedents.secrets import mask_secrets
-from precedents.sources import project_root
+from precedents.secrets.mask import mask_secrets
 
 # How long a tool call waits for a daemon it just started (the model loads in seconds).
 START_WAIT_S = 30.0
@@ -45,7 +45,7 @@ def ensure_daemon(settings: Settings, wait_s: float = START_WAIT_S) -> bool:
     """A ready daemon, started in the background when none runs (as the hook does)."""
     if _ready(settings):
         return True
-    from precedents.hook import start_daemon
+    from precedents.hook.core import start_daemon
 
     start_daemon(str(settings.home))
     deadline = time.monotonic() + wait_s

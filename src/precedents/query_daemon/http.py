@@ -45,8 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from precedents import protocol
-from precedents.hook import EVENTS_OUT
-from precedents.hook import request_for as hook_request
+from precedents.hook.core import EVENTS_OUT
+from precedents.hook.core import request_for as hook_request
 from precedents.protocol import PROTOCOL_VERSION, hook_output
 
 log = logging.getLogger("precedents.daemon.http")

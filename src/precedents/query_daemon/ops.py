@@ -26,7 +26,7 @@ from typing import Any
 
 from precedents import __version__
 from precedents.config import Settings
-from precedents.paths import git_root
+from precedents.kinds import git_root
 
 log = logging.getLogger("precedents.daemon")
 
@@ -163,7 +163,7 @@ class Answers:
             return {"ok": False, "error": "path (.md) and project missing"}
         if self.recall is None:
             return {"ok": False, "error": "starting"}
-        from precedents.indexer import index_note
+        from precedents.ingest.indexer import index_note
 
         started = time.perf_counter()
         indexed = index_note(self.settings, self.recall.embedder, Path(path), project)

@@ -56,7 +56,7 @@ from typing import Any
 from precedents import protocol, runlock
 from precedents.config import Settings
 from precedents.errors import DiskFull, PrecedentsError, UsageError, is_disk_full
-from precedents.hook import STARTING_MARK
+from precedents.hook.core import STARTING_MARK
 from precedents.protocol import (
     DAEMON_ROLE,
     PORT_NAME,

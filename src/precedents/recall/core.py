@@ -19,19 +19,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from precedents.config import Settings
-from precedents.embedding import Embedder, load_embedder
 from precedents.errors import ModelMismatch, StoreError
+from precedents.ingest.sources import project_keys, project_root
 from precedents.kinds import DOCUMENT_KINDS, Kind
-from precedents.lexical import Postings
+from precedents.models.embedding import Embedder, load_embedder
 from precedents.protocol import HEADER, MIN_PROMPT_CHARS, clip_prompt
 from precedents.recall.answer import Answer
 from precedents.recall.batcher import Batcher, Ranked, Work
-from precedents.recall.crosslingual import CrossLingual
 from precedents.recall.exported import Exporter
 from precedents.recall.files import FileScopes
 from precedents.recall.format import record_json
 from precedents.recall.hooks import HookAnswers
 from precedents.recall.marks import AdrMarks
+from precedents.recall.multilingual import CrossLingual
 from precedents.recall.mute import MuteList
 from precedents.recall.relevance import DECISION_RANKS, Relevance
 from precedents.recall.selection import select
@@ -44,9 +44,9 @@ from precedents.recall.vectors import (
     VectorSnapshot,
 )
 from precedents.recall.when import window
-from precedents.snapshot_file import fingerprint
-from precedents.sources import project_keys, project_root
+from precedents.store.lexical import Postings
 from precedents.store.rows import DocumentHit
+from precedents.store.snapshot_file import fingerprint
 
 if TYPE_CHECKING:
     from precedents.store import Store

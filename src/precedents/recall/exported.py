@@ -1,7 +1,7 @@
 """The daemon's way to the store's vectors: a child process exports them to a file.
 
 The daemon runs for hours; LanceDB would cost it ~130 MiB for the whole time
-(:mod:`precedents.snapshot_file` says where). Instead a child process
+(:mod:`precedents.store.snapshot_file` says where). Instead a child process
 (:mod:`precedents.store.export`, ~2 s, most of it LanceDB's import) writes the
 vectors to one file, the daemon reads it with numpy, and the child's memory
 goes back to the system. In-process callers (eval, `query` without a daemon,
@@ -22,9 +22,9 @@ import sys
 import time
 from pathlib import Path
 
-from precedents import snapshot_file
 from precedents.errors import StoreError
-from precedents.snapshot_file import NO_INDEX, Exported, SnapshotFileError
+from precedents.store import snapshot_file
+from precedents.store.snapshot_file import NO_INDEX, Exported, SnapshotFileError
 
 log = logging.getLogger(__name__)
 

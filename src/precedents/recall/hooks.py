@@ -7,6 +7,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from precedents.ingest.sources import project_keys, project_root
 from precedents.protocol import EVENT_FILE, EVENT_PROMPT, HEADER, printed_bytes
 from precedents.recall.answer import Answer
 from precedents.recall.files import FileScopes, relative_to_root
@@ -17,7 +18,6 @@ from precedents.recall.selection import WIDE_CAP_BYTES, Selection
 from precedents.recall.sessions import SessionLog
 from precedents.recall.start import session_text
 from precedents.recall.vectors import VectorSnapshot
-from precedents.sources import project_keys, project_root
 from precedents.store.rows import DocumentHit, DocumentRecord
 
 # The file hook: the rules of one file are a few, at times a dozen (a Copilot

@@ -17,7 +17,7 @@ from threading import Lock
 from typing import Any
 
 from precedents.adr_graph import build_graph
-from precedents.secrets import mask_secrets
+from precedents.secrets.mask import mask_secrets
 from precedents.store.rows import DocumentRecord
 
 log = logging.getLogger("precedents.daemon")

@@ -27,8 +27,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from precedents.kinds import Kind
-from precedents.lexical import Lexical, Postings, document_texts
 from precedents.recall.when import Window, day_of
+from precedents.store.lexical import Lexical, Postings, document_texts
 from precedents.store.rows import DocumentHit, DocumentRecord
 
 if TYPE_CHECKING:
@@ -231,7 +231,7 @@ class VectorSnapshot:
 
         ``second`` (the questions' multilingual vectors and the calibration onto
         this model's scale) lets a chunk in another language score by the better
-        of its two vectors (:mod:`precedents.recall.crosslingual`). ``hidden``:
+        of its two vectors (:mod:`precedents.recall.multilingual`). ``hidden``:
         per question, the paths of documents it must not rank (a rule waiting
         for its files, the session's own conversation log). ``texts`` and ``words``:
         a conversation ranks by its cosine plus ``words`` times its BM25 for the

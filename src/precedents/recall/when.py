@@ -5,7 +5,7 @@ conversation logs carry (each log's date, SPEC §2). :func:`window` turns the
 question's date words into an inclusive range of calendar days relative to
 ``today``; the ranking lifts the conversations dated inside it
 (:meth:`VectorSnapshot.rank_many`, ``Thresholds.conversation_dates``). English
-only, like the rest of the word matching (:mod:`precedents.lexical`).
+only, like the rest of the word matching (:mod:`precedents.store.lexical`).
 
 Understood (case-insensitive), the first match in the text wins:
 

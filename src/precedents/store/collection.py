@@ -32,6 +32,7 @@ from precedents.errors import ModelMismatch, StoreError
 from precedents.kinds import Kind
 from precedents.store.failures import LANCE_ERRORS as _LANCE_ERRORS
 from precedents.store.failures import damaged, failed
+from precedents.store.multilingual import SECOND, SecondVectors, second_schema
 from precedents.store.schema import (
     ADDED_COLUMNS,
     CHUNKS,
@@ -49,7 +50,6 @@ from precedents.store.schema import (
     rows_and_matrix,
     scope_rows,
 )
-from precedents.store.second import SECOND, SecondVectors, second_schema
 from precedents.store.summary import DOCUMENT_COLUMNS, DOCUMENT_ROWS
 
 log = logging.getLogger("precedents.store")
@@ -243,7 +243,7 @@ class Store:
         document (an automated session, an empty note) keeps only its file row,
         so an unchanged file is recognised by its hash next time. ``second``
         maps a file's path to its chunks' multilingual vectors, for the files
-        not written in English (:mod:`precedents.store.second`).
+        not written in English (:mod:`precedents.store.multilingual`).
         """
         second = second or {}
         batch: list[

@@ -6,7 +6,7 @@ Exit status: 0 written (stdout: the seconds it took); 3 no usable index yet
 (nothing written); 1 failure, with one line on stderr. The child reads the
 model id from the store itself, so the daemon can start it before its own
 model has loaded; the daemon then compares the two. Why a child:
-:mod:`precedents.snapshot_file`.
+:mod:`precedents.store.snapshot_file`.
 
 It reads the tables with ``lance`` (:mod:`.tables`), not ``lancedb``: a third
 of the import time, which keeps a saved note searchable within the spec's 2 s.
@@ -22,11 +22,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from precedents.lexical import Postings, TermCache, document_texts
-from precedents.snapshot_file import NO_INDEX, Exported, fingerprint, write
 from precedents.store.health import save as save_summary
 from precedents.store.health import tree_stamp
+from precedents.store.lexical import Postings, TermCache, document_texts
 from precedents.store.schema import META
+from precedents.store.snapshot_file import NO_INDEX, Exported, fingerprint, write
 from precedents.store.summary import summarize
 from precedents.store.tables import TableReader
 

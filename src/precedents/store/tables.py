@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from precedents.store.multilingual import SECOND, SECOND_DIMENSION
 from precedents.store.schema import (
     CHUNKS,
     FILES,
@@ -26,7 +27,6 @@ from precedents.store.schema import (
     rows_and_matrix,
     scope_rows,
 )
-from precedents.store.second import SECOND, SECOND_DIMENSION
 from precedents.store.summary import DOCUMENT_COLUMNS, DOCUMENT_ROWS
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from precedents.config import load_settings, private_umask
 from precedents.errors import PrecedentsError, UsageError
-from precedents.sources import Sources
+from precedents.ingest.sources import Sources
 from precedents.watcher.foreground import configure_logging, run_until_signalled
 
 

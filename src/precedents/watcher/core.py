@@ -35,12 +35,12 @@ from watchdog.events import FileSystemEvent
 from precedents import runlock
 from precedents.adr_graph import build_graph
 from precedents.config import Settings
-from precedents.embedding import Embedder
 from precedents.errors import PrecedentsError, UsageError
-from precedents.indexer import Indexer, IndexReport, lazy_store
-from precedents.secret_names import shown_path
-from precedents.secrets import mask_secrets
-from precedents.sources import SourceDir, SourceFile, Sources, configured_sources, walk
+from precedents.ingest.indexer import Indexer, IndexReport, lazy_store
+from precedents.ingest.sources import SourceDir, SourceFile, Sources, configured_sources, walk
+from precedents.models.embedding import Embedder
+from precedents.secrets.mask import mask_secrets
+from precedents.secrets.names import shown_path
 from precedents.store import Store
 from precedents.watcher.debounce import Debouncer
 from precedents.watcher.embcache import CachedEmbedder

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from precedents.embedding import Embedder, Vectors
+from precedents.models.embedding import Embedder, Vectors
 
 DEFAULT_ENTRIES = 4096  # 6 MB of 384-d vectors, 16 MB at 1024-d
 

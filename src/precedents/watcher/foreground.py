@@ -17,7 +17,7 @@ from typing import Any
 
 from precedents.config import Settings
 from precedents.errors import UsageError
-from precedents.sources import Sources
+from precedents.ingest.sources import Sources
 from precedents.watcher.core import Watcher, WatchTiming
 
 log = logging.getLogger("precedents.watcher")

@@ -1,6 +1,6 @@
 """Which source a changed path belongs to, and the watchdog watches on the source folders.
 
-Routing follows :func:`precedents.sources.walk` exactly (first source in list
+Routing follows :func:`precedents.ingest.sources.walk` exactly (first source in list
 order wins, hidden names and other suffixes are skipped, ``MEMORY.md`` is not
 a note), so an event never indexes a file the walk would not, and never under
 another kind or project than the walk would.
@@ -30,7 +30,7 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
-from precedents.sources import SourceDir, SourceFile, leaves_root
+from precedents.ingest.sources import SourceDir, SourceFile, leaves_root
 
 log = logging.getLogger("precedents.watcher")
 

@@ -1,6 +1,6 @@
 """Markdown helpers shared by note chunking and the ADR graph.
 
-Standard library and PyYAML only: :mod:`precedents.chunking` and
+Standard library and PyYAML only: :mod:`precedents.ingest.chunking` and
 :mod:`precedents.adr_graph` both read Markdown files with YAML front matter,
 and must agree on what front matter, a code fence and a date are. Each caller
 keeps its own policy on top (which loader, what a warning says, what the body

@@ -3,11 +3,11 @@
 A note saved as ``memory/token-hf_….md`` carries its secret in its path, and
 a path is stored (the ``path`` and ``name`` columns, the snapshot), logged
 and shown (hook, MCP, ``query``, ``why``). Such a file is never indexed: the
-file walk (:mod:`precedents.sources`), the indexer and the ADR graph skip it,
+file walk (:mod:`precedents.ingest.sources`), the indexer and the ADR graph skip it,
 and ``status`` lists it, masked, from ``cache/withheld.json``.
 
 Each folder or file name of a path is checked on its own with the local rules
-of :mod:`precedents.secrets` (vendor prefixes, AWS key ids, random tokens,
+of :mod:`precedents.secrets.mask` (vendor prefixes, AWS key ids, random tokens,
 keyword and value, provider formats), never kingfisher: ``status`` and the
 ADR graph must answer without building its 490 rules (0.25 s). A name is also
 read from each word on, and with ``-``/``_``/``.`` as spaces, since names glue
@@ -20,7 +20,7 @@ import os
 from functools import lru_cache
 from typing import Final
 
-from precedents.secrets import find_secrets
+from precedents.secrets.mask import find_secrets
 
 __all__ = [
     "FOLDER_REASON",

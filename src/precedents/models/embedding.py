@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 
 from precedents.config import DEFAULT_MODEL, MODEL_THRESHOLDS, model_cache_dir
 from precedents.errors import ModelError, ModelNotAvailable
-from precedents.model_parts import (
+from precedents.models.parts import (
     PARTED_MODELS,
     assembled_path,
     not_assembled,
@@ -40,9 +40,9 @@ from precedents.model_parts import (
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
 
-    from precedents.onnx_variants import Variant
+    from precedents.models.onnx_variants import Variant
 
-log = logging.getLogger("precedents.embedding")
+log = logging.getLogger("precedents.models.embedding")
 
 Vectors = NDArray[np.float32]
 
@@ -200,7 +200,7 @@ def _loadable_name(model: str) -> bool:
     """Whether ``model`` could be loaded at all: a known name, a folder, or a model in
     the Hugging Face cache. Anything else is a typo or a model never set up, and is
     said so, not blamed on a missing torch (issue #21)."""
-    from precedents.hub import in_hub_cache
+    from precedents.models.hub import in_hub_cache
 
     names = {n for model_id, aliases in known_models().items() for n in (model_id, *aliases)}
     return model in names or Path(model).expanduser().exists() or in_hub_cache(model)
@@ -214,7 +214,7 @@ def _check_installed(model: str) -> None:
             "installed; run `precedents setup`"
         )
     if not _loadable_name(model):
-        from precedents.hub import unknown_model
+        from precedents.models.hub import unknown_model
 
         raise unknown_model(model, known_models())
     if importlib.util.find_spec("sentence_transformers") is None:
@@ -410,8 +410,8 @@ def _onnx_plan(
     the one this CPU computes right (onnx_variants.py), or the one the id names
     after ``#`` (``…#onnx-int8-u8u8``).
     """
-    from precedents.onnx_embedder import onnx_available
-    from precedents.onnx_variants import VARIANTS, choose
+    from precedents.models.onnx_embedder import onnx_available
+    from precedents.models.onnx_variants import VARIANTS, choose
 
     base, _, suffix = model.partition("#")
     if base not in _BUNDLED_ALIASES:
@@ -466,7 +466,7 @@ def load_embedder(
         return WHEEL_MODELS[model]()
     plan = _onnx_plan(model, device, runtime)
     if plan is not None:
-        from precedents.onnx_embedder import OnnxEmbedder
+        from precedents.models.onnx_embedder import OnnxEmbedder
 
         return OnnxEmbedder(plan[0], DEFAULT_MODEL, variant=plan[1])
     return SentenceTransformerEmbedder(model, device)
@@ -491,6 +491,6 @@ def setup_model(model: str = DEFAULT_MODEL) -> str:
     local = Path(model).expanduser()
     if local.exists():
         return str(_resolve(model))
-    from precedents.hub import download
+    from precedents.models.hub import download
 
     return download(model, known_models(), TORCH_EXTRA)

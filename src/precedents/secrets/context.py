@@ -1,6 +1,6 @@
 """Secrets found by their context, whatever they look like (issue #20, item 2).
 
-Used by :mod:`precedents.secrets`, next to kingfisher and the shape rules.
+Used by :mod:`precedents.secrets.mask`, next to kingfisher and the shape rules.
 A password is often a passphrase (``Harbor-Lantern-7781``): no entropy test
 catches it, but the words around it do:
 
@@ -11,8 +11,8 @@ catches it, but the words around it do:
 * connection strings: ``Pwd=X;`` in ODBC/ADO strings (also with spaces or
   braces), ``jdbc:oracle:thin:user/X@host``.
 
-``KEY=value`` and ``key: value`` assignments (:mod:`precedents.secrets_keys`)
-and ``user:X@host`` URLs (:mod:`precedents.secrets`) were masked already,
+``KEY=value`` and ``key: value`` assignments (:mod:`precedents.secrets.keys`)
+and ``user:X@host`` URLs (:mod:`precedents.secrets.mask`) were masked already,
 whatever the value; this module adds what they leave out.
 Spans are ``(start, end, kind)`` tuples of str offsets. docs/secrets.md says
 what is masked, what is left alone on purpose and the false positives measured.

@@ -1,6 +1,6 @@
 """The files withheld for a secret in their path, recorded for ``status`` (issue #20).
 
-:mod:`precedents.secret_names` decides (pure, so the ADR graph may call it);
+:mod:`precedents.secrets.names` decides (pure, so the ADR graph may call it);
 this module keeps the record in ``<state>/cache/withheld.json``, masked.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Final
 
 from precedents.runlock import write_private
-from precedents.secret_names import shown_path
+from precedents.secrets.names import shown_path
 
 WITHHELD_FILE: Final = "withheld.json"
 

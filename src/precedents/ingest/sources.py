@@ -5,7 +5,7 @@ a bad folder or file: every problem (permission denied, symlink loop, a file
 that vanished) becomes a :class:`Problem` in the result and the rest goes on.
 A file whose path carries a secret (``memory/token-hf_….md``, a key in a
 folder name) is withheld: never indexed, and named only masked
-(:mod:`precedents.secret_names`).
+(:mod:`precedents.secrets.names`).
 """
 
 from __future__ import annotations
@@ -21,12 +21,11 @@ from pathlib import Path
 
 from precedents.config import Settings
 from precedents.errors import UsageError
-from precedents.kinds import SHARED_PROJECT, Kind
-from precedents.paths import git_root
+from precedents.kinds import SHARED_PROJECT, Kind, git_root
 from precedents.rules import formats as rule_formats
-from precedents.secret_names import FOLDER_REASON, masked_path, shown_path, withheld_reason
+from precedents.secrets.names import FOLDER_REASON, masked_path, shown_path, withheld_reason
 
-log = logging.getLogger("precedents.sources")
+log = logging.getLogger("precedents.ingest.sources")
 
 CLAUDE_NAME_LIMIT = 200
 MEMORY_INDEX = "MEMORY.md"

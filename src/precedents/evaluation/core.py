@@ -41,13 +41,13 @@ from pathlib import Path
 from typing import Any
 
 from precedents.config import Settings, Thresholds
-from precedents.embedding import Embedder, load_embedder
 from precedents.errors import UsageError
-from precedents.indexer import Indexer
-from precedents.progress import Progress
+from precedents.ingest.indexer import Indexer
+from precedents.ingest.progress import Progress
+from precedents.ingest.sources import Sources, configured_sources, project_root, walk
+from precedents.models.embedding import Embedder, load_embedder
 from precedents.recall import AdrMarks, Recall, select
 from precedents.recall.format import format_context
-from precedents.sources import Sources, configured_sources, project_root, walk
 from precedents.store import DocumentHit, open_store
 
 MESSAGES = "messages.jsonl"

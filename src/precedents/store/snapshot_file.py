@@ -13,7 +13,7 @@ the chunk tables, read from the folder without LanceDB — with the one of the
 file it holds, and exports again when they differ.
 
 Format: an uncompressed ``.npz`` holding the matrix, the multilingual vectors,
-the word index (:mod:`precedents.lexical`, documents numbered in the order
+the word index (:mod:`precedents.store.lexical`, documents numbered in the order
 they first appear in the metadata rows) and one JSON header (format,
 fingerprint, model, metadata rows, summary). Never a record's text.
 """
@@ -58,7 +58,7 @@ class Exported:
         default_factory=lambda: np.zeros((0, 0), dtype=np.float32)
     )
     summary: dict[str, Any] = field(default_factory=dict)
-    # precedents.lexical.Postings.to_arrays() of the documents, in first-appearance order.
+    # precedents.store.lexical.Postings.to_arrays() of the documents, in first-appearance order.
     lexical: dict[str, NDArray[np.generic]] = field(default_factory=dict)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from precedents.sources import Problem
+from precedents.ingest.sources import Problem
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """``KEY=value`` and ``key: value`` assignments whose key names a secret.
 
-Used by :mod:`precedents.secrets`. The key must *end* with password, token,
+Used by :mod:`precedents.secrets.mask`. The key must *end* with password, token,
 secret, api_key... (``DB_PASSWORD``, ``PGPASSWORD``, ``"token":``); the value
 is masked unless it reads as code (``get_password()``, ``self.token``), a
 type (``password: str``) or a placeholder (``${DB_PASSWORD}``). Spans are

@@ -40,18 +40,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from precedents.secrets_context import context_spans
-from precedents.secrets_echo import echo_spans, echo_values
-from precedents.secrets_keys import assignment_spans
-from precedents.secrets_rules import aws_key_id_spans, plausible_token, repeat_spans, token_spans
-from precedents.secrets_rules import byte_to_char_offsets as _byte_to_char_offsets
+from precedents.secrets.context import context_spans
+from precedents.secrets.echo import echo_spans, echo_values
+from precedents.secrets.keys import assignment_spans
+from precedents.secrets.rules import aws_key_id_spans, plausible_token, repeat_spans, token_spans
+from precedents.secrets.rules import byte_to_char_offsets as _byte_to_char_offsets
 
 if TYPE_CHECKING:
     from kingfisher_sdk import Scanner
 
 __all__ = ["SecretSpan", "find_secrets", "mask_secrets", "mask_together"]
 
-_log = logging.getLogger("precedents.secrets")
+_log = logging.getLogger("precedents.secrets.mask")
 
 
 @dataclass(frozen=True)
@@ -267,7 +267,7 @@ def find_secrets(text: str, *, native: bool = True) -> list[SecretSpan]:
     (longest at a tie) of them. A value found once is reported at each of its
     whole-token occurrences in ``text``. Uses kingfisher plus the local rules; if
     kingfisher is unavailable or fails, the wider local rule set, with a
-    warning on the ``precedents.secrets`` logger. ``native=False`` uses the
+    warning on the ``precedents.secrets.mask`` logger. ``native=False`` uses the
     wider local rule set without loading kingfisher (0.25 s to build), for
     callers that must answer at once (file names in ``status``). May raise
     only on a bug in the local rules; :func:`mask_secrets` never raises.

@@ -3,12 +3,12 @@
 A user pastes ``REDIS_PASSWORD=Harbor-Lantern-7781``; the keyword gives the
 value away there, but the assistant's answer (``I set it to
 Harbor-Lantern-7781``) and later tool output carry it with no keyword at
-all. :func:`precedents.secrets.mask_together` finds the secrets of every
+all. :func:`precedents.secrets.mask.mask_together` finds the secrets of every
 text of a conversation (and of its tool input and output, which are not
 stored), collects their values here, and masks each value wherever it stands
 as a whole token in any stored text, before its first masked occurrence too.
 
-Pure functions on strings; :mod:`precedents.secrets` does the finding.
+Pure functions on strings; :mod:`precedents.secrets.mask` does the finding.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Final
 
-from precedents.secrets_context import password_like
-from precedents.secrets_rules import repeatable
+from precedents.secrets.context import password_like
+from precedents.secrets.rules import repeatable
 
 __all__ = ["MAX_VALUES", "echo_spans", "echo_values"]
 

@@ -1,6 +1,6 @@
 """Claude Code transcripts (``~/.claude/projects/<encoded-cwd>/*.jsonl``) -> exchanges.
 
-Pure logic: standard library and :mod:`precedents.markdown` (one-line text, dates)
+Pure logic: standard library and :mod:`precedents.ingest.markdown` (one-line text, dates)
 only. Checked against real transcripts of Claude Code 1.0.98 to 2.1.293
 (``shared/claude-code``).
 
@@ -45,12 +45,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from precedents import markdown
+from precedents.ingest import markdown
 
 __all__ = ["TITLE_CHARS", "Conversation", "Exchange", "MaskTogether", "parse_conversation"]
 
 # Masks a conversation's stored texts as one, given the texts it only reads
-# (tool input and output): see precedents.secrets.mask_together.
+# (tool input and output): see precedents.secrets.mask.mask_together.
 MaskTogether = Callable[[Sequence[str], Sequence[str]], list[str]]
 
 TITLE_CHARS = 80
@@ -213,7 +213,7 @@ def parse_conversation(
 
     ``mask`` is applied to each prompt, answer and title before anything is cut, so a
     secret is never split in two unmasked halves. With ``together``
-    (:func:`precedents.secrets.mask_together`), the whole conversation is masked at
+    (:func:`precedents.secrets.mask.mask_together`), the whole conversation is masked at
     once instead: a secret found in any prompt, answer or title, or in any tool
     input or output (read for that, never stored), is masked wherever it recurs,
     as when the assistant repeats a pasted password. Malformed lines (undecodable, not

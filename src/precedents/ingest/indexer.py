@@ -25,31 +25,31 @@ import numpy as np
 from numpy.typing import NDArray
 
 from precedents.adr_graph import build_graph
-from precedents.chunking import (
+from precedents.config import Settings
+from precedents.errors import ModelError
+from precedents.ingest.chunking import (
     adr_summary,
     chunk_document,
     conversation_chunks,
     parse_conversation,
     parse_note,
 )
-from precedents.config import Settings
-from precedents.embedding import Embedder, canonical_model_id, load_embedder
-from precedents.errors import ModelError
-from precedents.index_report import IndexReport as IndexReport
+from precedents.ingest.progress import PassProgress, Progress
+from precedents.ingest.report import IndexReport as IndexReport
+from precedents.ingest.sources import Problem, SourceFile, Walk
 from precedents.kinds import KINDS, Kind
-from precedents.language import is_english
-from precedents.progress import PassProgress, Progress
+from precedents.models.embedding import Embedder, canonical_model_id, load_embedder
+from precedents.models.language import is_english
+from precedents.models.multilingual import load_second_model
 from precedents.rules.formats import classify, format_in_path
 from precedents.rules.scope import named_scope, rule_scope
 from precedents.runlock import WriterLock
-from precedents.second_model import load_second_model
-from precedents.secret_names import shown_path, withheld_reason
-from precedents.secrets import mask_secrets, mask_together
-from precedents.sources import Problem, SourceFile, Walk
+from precedents.secrets.mask import mask_secrets, mask_together
+from precedents.secrets.names import shown_path, withheld_reason
+from precedents.secrets.withheld import record_withheld
 from precedents.store import DocumentRecord, FileRecord, LazyStore, Store
-from precedents.withheld import record_withheld
 
-log = logging.getLogger("precedents.indexer")
+log = logging.getLogger("precedents.ingest.indexer")
 
 EMBED_BATCH = 64
 # Bump when parsing or chunking changes what is stored for an unchanged file: the
@@ -444,7 +444,7 @@ class Indexer:
     def _second_vectors(self, pending: list[Prepared]) -> dict[str, NDArray[np.float32]]:
         """Multilingual vectors for the documents not written in English, by path.
 
-        The default model reads English only (precedents/recall/crosslingual.py);
+        The default model reads English only (precedents/recall/multilingual.py);
         the multilingual one is loaded the first time such a document appears.
         """
         out: dict[str, NDArray[np.float32]] = {}

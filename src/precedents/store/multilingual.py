@@ -1,7 +1,7 @@
 """Second vectors: a multilingual model's vectors for the chunks not written in English.
 
 The default model reads English only; a record in another language also gets a
-vector from the multilingual model (see :mod:`precedents.recall.crosslingual`).
+vector from the multilingual model (see :mod:`precedents.recall.multilingual`).
 They live in their own table, keyed like the chunks, because most stores have
 none at all: an English-only store holds an empty table and pays nothing, and
 the chunk table's schema (one vector of the default model's width) stays as it

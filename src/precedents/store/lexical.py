@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from precedents.snapshot_file import save_npz
+from precedents.store.snapshot_file import save_npz
 
 K1 = 1.2
 B = 0.75

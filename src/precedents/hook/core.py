@@ -1,0 +1,583 @@
+"""`precedents-hook`: Claude Code's UserPromptSubmit / PreToolUse / SessionStart hook client.
+
+Standard library only, and as few modules as possible: Python's own start-up
+is most of the hook's time budget (SPEC §7). It reads Claude Code's stdin
+JSON, asks the daemon within a 300 ms budget and prints
+``{"hookSpecificOutput": {...}}`` or nothing. It always exits 0: a hook that
+fails must never block the conversation.
+
+- Prompts shorter than 8 characters are not sent; longer than
+  :data:`~precedents.protocol.MAX_PROMPT_CHARS`, only their start is.
+- A daemon that is down is started in the background (detached, output to
+  nowhere). A daemon start is tried at most once a minute, except after one
+  that failed on a full disk (it clears the stamp): then as soon as the disk
+  has room again.
+- A daemon that is starting (issue #21: the one this hook just started, one
+  whose ``run/daemon.starting`` mark is there, or one that answers
+  "starting") is waited for within the longer first-prompt budget
+  (:data:`FIRST_BUDGET_MS`; ``--first-budget-ms``,
+  ``PRECEDENTS_FIRST_PROMPT_BUDGET_MS``): the daemon holds the answer until
+  its model is loaded (:func:`_ask_waiting`). So the first prompt of a
+  session, and SessionStart, which starts the daemon, get their context.
+- Stdin is read within the hook's budget (issue #20): a JSON object that has
+  arrived is used without waiting for the end of input; a stdin never closed
+  and never complete is given up at the budget (``stdin-timeout``), and one over
+  :data:`MAX_STDIN_BYTES` is not read on (``bad-input``). Nothing is printed.
+- The prompt is never written anywhere: ``logs/hook.log`` gets exactly one
+  line per call, with the outcome, byte count, timing and a random request id
+  (``rid``, sent to the daemon too, which logs it with its decision: `why`
+  joins the two) only. (The line is written by hand: importing
+  :mod:`logging` would cost the hook milliseconds on every message; for the
+  same reason JSON goes through :mod:`protocol`'s C-level codec.)
+
+Arguments: ``prompt`` (default), ``file`` (PreToolUse of the file tools: the
+project's rules scoped to the file, and records that name it) or ``session``
+(SessionStart: the rules that always apply and the live ADRs), and
+``--budget-ms N`` and ``--first-budget-ms N``. The mode also follows
+``hook_event_name`` on stdin. The session's id (and, for prompts, its
+transcript's path) go to the daemon, which gives a record once per session;
+the file's path goes to the daemon only.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+from precedents.protocol import (
+    EVENT_FILE,
+    EVENT_PROMPT,
+    EVENT_SESSION,
+    MIN_PROMPT_CHARS,
+    PID_NAME,
+    USE_TCP,
+    Unavailable,
+    _connect,
+    ask,
+    clip_prompt,
+    default_home,
+    dumps,
+    hook_output,
+    loads,
+)
+
+TYPE_CHECKING = False  # typing itself costs the hook milliseconds; mypy knows this name
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+PROMPT_BUDGET_MS = 300.0
+# A daemon still starting is waited for this long from the hook's start. Measured
+# here (docs/daemon.md): a cold start is ready in 1.0-1.8 s, 3.0-3.7 s with both
+# cores busy; Claude Code's hook timeout (hook/install.py) is set above it.
+FIRST_BUDGET_MS = 8000.0
+# The mark a daemon keeps in run/ from taking its lock until its model is loaded.
+STARTING_MARK = "daemon.starting"
+# SessionStart happens once per session and nobody is waiting on a keystroke.
+SESSION_BUDGET_MS = 1000.0
+LOG_MAX_BYTES = 1_000_000
+# Holds the pid of the daemon it last started (empty for the moment before the start).
+SPAWN_STAMP = "daemon.spawned"
+RESPAWN_S = 60.0
+# A longer "cwd" in the stdin JSON is no path (PATH_MAX is 4,096 on Linux): use our own.
+MAX_PATH_CHARS = 4096
+# Waiting for a starting daemon: how often a socket not yet bound is tried again; how
+# long before the hook's deadline the daemon answers "still starting" (so that its
+# answer, not a socket timeout, says what happened); how long an empty spawn stamp
+# (a daemon being started this moment) counts as one on its way up.
+POLL_S = 0.05
+ANSWER_MARGIN_S = 0.15
+LAUNCH_GRACE_S = 1.0
+# Stdin past this is no hook input (a 5 MB prompt is fine); reading on would only cost memory.
+MAX_STDIN_BYTES = 64 * 1024 * 1024
+# However late the hook started, stdin gets at least this long: Claude Code writes it at
+# once, but a large one comes in pipe-sized pieces that each need its writer to run.
+STDIN_GRACE_S = 0.1
+# The run folder's disk must have this much room before a daemon is started again (a
+# daemon start needs a pid file and log lines; on a full disk it would only die again).
+MIN_FREE_BYTES = 1024 * 1024
+
+_STARTED = time.perf_counter()
+# The daemon this process started, if any: whether it still runs is asked of it,
+# not of its pid (a child that died is a zombie, and kill(pid, 0) finds it alive).
+SPAWNED: list[object] = []
+
+
+def _log(home: str, **fields: object) -> None:
+    """Append one line to ``logs/hook.log``: never the prompt, only what happened."""
+    try:
+        folder = os.path.join(home, "logs")
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        path = os.path.join(folder, "hook.log")
+        try:
+            if os.stat(path).st_size > LOG_MAX_BYTES:
+                os.replace(path, path + ".1")
+        except OSError:
+            pass
+        fields["ms"] = round((time.perf_counter() - _STARTED) * 1000, 1)
+        line = time.strftime("%Y-%m-%dT%H:%M:%S ") + "INFO precedents.hook: " + dumps(fields)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, (line + "\n").encode("utf-8"))
+        finally:
+            os.close(fd)
+    except OSError:
+        pass  # a log that cannot be written must not cost the user anything
+
+
+def _daemon_alive(run: str) -> bool:
+    """Whether a daemon process owns ``run`` (it may still be loading the model)."""
+    try:
+        with open(os.path.join(run, PID_NAME)) as fh:
+            pid = int(fh.read().strip())
+        if os.name == "nt":
+            return False  # no cheap liveness probe; the daemon's lock stops doubles
+        os.kill(pid, 0)
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def _disk_full(folder: str) -> bool:
+    """Whether the disk holding ``folder`` has less than :data:`MIN_FREE_BYTES` left."""
+    statvfs = getattr(os, "statvfs", None)
+    if statvfs is None:
+        return False  # Windows: no cheap probe; the stamp alone paces the starts
+    try:
+        st = statvfs(folder)
+    except OSError:
+        return False
+    return bool(st.f_bavail * st.f_frsize < MIN_FREE_BYTES)
+
+
+def allow_respawn(home: str) -> None:
+    """Let the next hook start a daemon at once (a daemon that died of a full disk calls this).
+
+    Dates the stamp back rather than removing it or writing to it: changing a
+    file's times needs no room on the disk. The hook then waits for room
+    (:func:`_disk_full`), not for :data:`RESPAWN_S`.
+    """
+    try:  # noqa: SIM105 - contextlib would be one more import on every hook call
+        os.utime(os.path.join(home, "run", SPAWN_STAMP), (0, 0))
+    except OSError:
+        pass  # no stamp: nothing holds the next start back
+
+
+def _may_spawn(run: str) -> bool:
+    """At most one daemon start per :data:`RESPAWN_S`: no crash loop.
+
+    A daemon that cannot start (a model that is not installed, a broken
+    config) exits; without this stamp every message would start another one
+    and burn seconds of CPU loading torch each time. A full disk starts none
+    (it would die at once), whatever the stamp says.
+    """
+    stamp = os.path.join(run, SPAWN_STAMP)
+    try:
+        if time.time() - os.stat(stamp).st_mtime < RESPAWN_S:
+            return False
+    except OSError:
+        pass
+    if _disk_full(run if os.path.isdir(run) else os.path.dirname(run)):
+        return False
+    try:
+        os.makedirs(run, mode=0o700, exist_ok=True)
+        os.close(os.open(stamp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
+        os.utime(stamp)
+    except OSError:
+        return False  # a run folder we cannot write: no daemon could live there either
+    return True
+
+
+def start_daemon(home: str) -> bool:
+    """Start the daemon detached in the background; False when one is already starting.
+
+    A second daemon started by a racing hook exits at once (the daemon's lock).
+    """
+    run = os.path.join(home, "run")
+    if _daemon_alive(run) or not _may_spawn(run):
+        return False
+    import subprocess
+
+    env = dict(os.environ)
+    # The hook may run under `python -I -S` from a launcher; give the daemon the
+    # same package folder, ahead of whatever site-packages hold.
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH", "")) if p)
+    env["PRECEDENTS_HOME"] = home
+    kwargs: dict[str, object] = {}
+    if os.name == "nt":
+        kwargs["creationflags"] = 0x00000008 | 0x00000200 | 0x08000000  # detached, group, no window
+    else:
+        kwargs["start_new_session"] = True
+    child = subprocess.Popen(
+        [sys.executable, "-m", "precedents.query_daemon"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        close_fds=True,
+        cwd=home if os.path.isdir(home) else None,
+        env=env,
+        **kwargs,  # type: ignore[call-overload]
+    )
+    SPAWNED.append(child)
+    # The stamp says which daemon is on its way up, for hooks that come while it starts.
+    try:
+        fd = os.open(os.path.join(run, SPAWN_STAMP), os.O_WRONLY | os.O_TRUNC)
+        try:
+            os.write(fd, b"%d\n" % child.pid)
+        finally:
+            os.close(fd)
+    except OSError:
+        pass  # an empty stamp says "starting" for a moment; the pid file says it after
+    return True
+
+
+def _parse_args(argv: list[str]) -> tuple[str, float | None, float | None]:
+    """(mode, ``--budget-ms``, ``--first-budget-ms``); a budget that is no number is None."""
+    mode = "prompt"
+    budgets: dict[str, float | None] = {"--budget-ms": None, "--first-budget-ms": None}
+    it = iter(argv)
+    for arg in it:
+        if arg in ("prompt", "session", "file"):
+            mode = arg
+        elif arg in budgets:
+            try:
+                budgets[arg] = float(next(it, ""))
+            except ValueError:
+                budgets[arg] = None
+    return mode, budgets["--budget-ms"], budgets["--first-budget-ms"]
+
+
+def read_stdin(deadline: float) -> tuple[bytes, str]:
+    """Stdin, read until its end, or until a whole JSON object has come, or until
+    ``deadline`` (a :func:`time.perf_counter` time): (the bytes, "" or why they are
+    not the input: ``stdin-timeout``, ``bad-input`` for over :data:`MAX_STDIN_BYTES`)."""
+    stream = sys.stdin
+    if stream is None:
+        return b"", ""
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError):
+        return stream.buffer.read(MAX_STDIN_BYTES + 1), ""  # not a file: it cannot hang
+    if os.name == "nt":
+        return _read_stdin_thread(stream, deadline)
+    import select
+
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        try:
+            ready, _, _ = select.select([fd], [], [], max(deadline - time.perf_counter(), 0))
+        except (OSError, ValueError):
+            ready = [fd]  # select cannot watch it (a closed or odd fd): read and see
+        if not ready:
+            return b"".join(chunks), "stdin-timeout"
+        try:
+            chunk = os.read(fd, 1 << 16)
+        except OSError:
+            chunk = b""
+        if not chunk:
+            return b"".join(chunks), ""
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > MAX_STDIN_BYTES:
+            return b"", "bad-input"
+        # The object may be whole while stdin stays open: only then is it parsed early.
+        if chunk.rstrip().endswith(b"}") and _whole_object(b"".join(chunks)):
+            return b"".join(chunks), ""
+
+
+def _whole_object(data: bytes) -> bool:
+    try:
+        return isinstance(loads(data.decode("utf-8")), dict)
+    except ValueError:
+        return False
+
+
+def _read_stdin_thread(stream: object, deadline: float) -> tuple[bytes, str]:
+    """Windows, where select() cannot watch a pipe: read on a thread, wait till ``deadline``."""
+    import threading
+
+    got: list[bytes] = []
+    reader = threading.Thread(
+        target=lambda: got.append(stream.buffer.read(MAX_STDIN_BYTES + 1)),  # type: ignore[attr-defined]
+        daemon=True,
+    )
+    reader.start()
+    reader.join(max(deadline - time.perf_counter(), 0))
+    if not got:
+        return b"", "stdin-timeout"
+    return (b"", "bad-input") if len(got[0]) > MAX_STDIN_BYTES else (got[0], "")
+
+
+def stdin_deadline(argv: list[str]) -> float:
+    """When stdin must have come: the hook's budget from its start, or a short grace
+    from now when start-up alone used the budget."""
+    mode, budget_ms, _ = _parse_args(argv)
+    budget = (budget_ms or SESSION_BUDGET_MS) / 1000 if mode == "session" else _budget(budget_ms)
+    return max(_STARTED + budget, time.perf_counter() + STDIN_GRACE_S)
+
+
+def run(argv: list[str], stdin: bytes, stdin_problem: str = "") -> str | None:
+    """The hook's work without the process around it: the line to print, or None.
+
+    Whatever happens, exactly one line goes to ``logs/hook.log``: an outcome,
+    and for a failure nobody foresaw, ``error`` with the exception's type (its
+    message could quote the prompt).
+    """
+    mode, budget_ms, first_ms = _parse_args(argv)
+    if os.name != "nt":
+        os.umask(0o077)  # the log and any state folder it creates are the user's alone
+    home = default_home()
+    fields: dict[str, object] = {"event": mode, "outcome": "error"}
+    try:
+        if stdin_problem:
+            fields["outcome"] = stdin_problem
+            return None
+        return _call(home, mode, (budget_ms, first_ms), stdin, fields)
+    except Exception as exc:
+        fields.update(outcome="error", error=type(exc).__name__)
+        return None
+    finally:
+        _log(home, **fields)
+
+
+def _cwd(data: dict[str, object]) -> str:
+    cwd = data.get("cwd")
+    if isinstance(cwd, str) and cwd and len(cwd) <= MAX_PATH_CHARS:
+        return cwd
+    try:
+        return os.getcwd()
+    except OSError:  # the hook's own folder was deleted under it
+        return os.path.abspath(os.sep)
+
+
+def _short(value: object) -> str:
+    """A string field of the stdin JSON that is an id or a path ("" otherwise)."""
+    return value if isinstance(value, str) and len(value) <= MAX_PATH_CHARS else ""
+
+
+def _tool_path(tool_input: object) -> str | None:
+    """The file a file tool is about to touch (``file_path``; NotebookEdit's ``notebook_path``)."""
+    if not isinstance(tool_input, dict):
+        return None
+    for key in ("file_path", "notebook_path", "path"):
+        value = _short(tool_input.get(key))
+        if value:
+            return value
+    return None
+
+
+def _budget(budget_ms: float | None) -> float:
+    """The answer budget in seconds: the environment beats the installed ``--budget-ms``
+    (a one-off override), which beats the default."""
+    env_budget = os.environ.get("PRECEDENTS_HOOK_BUDGET_MS")
+    try:
+        return float(env_budget or budget_ms or PROMPT_BUDGET_MS) / 1000
+    except ValueError:
+        return PROMPT_BUDGET_MS / 1000
+
+
+def _first_budget(first_ms: float | None, warm: float) -> float:
+    """The first-prompt budget in seconds, as :func:`_budget` resolves its own; never
+    below ``warm``, the budget of a daemon that is up."""
+    env_budget = os.environ.get("PRECEDENTS_FIRST_PROMPT_BUDGET_MS")
+    try:
+        first = float(env_budget or first_ms or FIRST_BUDGET_MS) / 1000
+    except ValueError:
+        first = FIRST_BUDGET_MS / 1000
+    return max(first, warm)
+
+
+def request_for(
+    data: dict[str, object], mode: str, cwd: str
+) -> tuple[str, dict[str, object] | None, str]:
+    """The daemon request for one hook input (this hook's and the HTTP listener's):
+    (kind: "prompt" | "file" | "session", the request or None, why there is none:
+    "bad-input", "short" or "no-path"). The event on stdin beats the ``mode``."""
+    event = data.get("hook_event_name")
+    kind = {EVENT_SESSION: "session", EVENT_FILE: "file", EVENT_PROMPT: "prompt"}.get(
+        str(event), mode
+    )
+    session_id = _short(data.get("session_id"))
+    if kind == "session":
+        return kind, {"op": "session", "cwd": cwd, "session_id": session_id}, ""
+    if kind == "file":
+        path = _tool_path(data.get("tool_input"))
+        if path is None:
+            return kind, None, "no-path"
+        return kind, {"op": "file", "cwd": cwd, "path": path, "session_id": session_id}, ""
+    prompt = data.get("prompt")
+    if not isinstance(prompt, str):
+        return kind, None, "bad-input"
+    # Only the start of a long prompt is sent: the model reads no more (protocol).
+    prompt = clip_prompt(prompt)
+    if len(prompt.strip()) < MIN_PROMPT_CHARS:
+        return kind, None, "short"
+    request: dict[str, object] = {
+        "op": "context",
+        "prompt": prompt,
+        "cwd": cwd,
+        "session_id": session_id,
+        "transcript_path": _short(data.get("transcript_path")),
+    }
+    return kind, request, ""
+
+
+EVENTS_OUT = {"session": EVENT_SESSION, "file": EVENT_FILE, "prompt": EVENT_PROMPT}
+
+
+def _left(budget: float) -> float:
+    """What is left of ``budget`` seconds counted from the hook's start (start-up included)."""
+    return max(budget - (time.perf_counter() - _STARTED), 0.001)
+
+
+def _ask(
+    request: dict[str, object], home: str, warm: float, first: float, fields: dict[str, object]
+) -> dict[str, object]:
+    """The daemon's answer: within ``warm`` seconds of the hook's start from a daemon that
+    is up; within ``first`` from one that is starting, or down and started here.
+
+    Raises :class:`Unavailable`. Adds ``started_daemon`` to ``fields`` when the
+    daemon was down, and ``waited`` when a starting daemon was waited for.
+    """
+    run = os.path.join(home, "run")
+    if not os.path.exists(os.path.join(run, STARTING_MARK)):
+        try:
+            answer = ask(request, _left(warm), run)
+        except Unavailable as exc:
+            if exc.why != "down":
+                raise
+            if _listening(run):
+                raise  # something answers there, but not as a daemon does
+            fields["started_daemon"] = start_daemon(home)
+            if not fields["started_daemon"] and not _coming_up(run):
+                raise
+        else:
+            if not answer.get("starting"):
+                return answer
+    fields["waited"] = True
+    try:
+        return _ask_waiting(request, run, lambda: _left(first))
+    except Unavailable as exc:
+        # A mark left by a daemon that was killed while it loaded: start one now.
+        if exc.why != "down" or "started_daemon" in fields or _listening(run):
+            raise
+        fields["started_daemon"] = start_daemon(home)
+        if not fields["started_daemon"]:
+            raise
+        return _ask_waiting(request, run, lambda: _left(first))
+
+
+def _ask_waiting(
+    request: dict[str, object], run: str, left: Callable[[], float]
+) -> dict[str, object]:
+    """``request``'s answer from a starting daemon within ``left()`` seconds: the daemon
+    holds it until its model is loaded (``wait_ms``); while no daemon listens yet and
+    one is :func:`_coming_up`, asked again. Raises :class:`Unavailable`."""
+    while True:
+        budget = left()
+        wait_ms = round(max(budget - ANSWER_MARGIN_S, 0.0) * 1000)
+        try:
+            return ask({**request, "wait_ms": wait_ms}, budget, run)
+        except Unavailable as exc:
+            if exc.why != "down" or left() <= POLL_S or not _coming_up(run):
+                raise
+        time.sleep(POLL_S)
+
+
+def _coming_up(run: str) -> bool:
+    """Whether a daemon for ``run`` is alive or on its way up: the one this process
+    started still runs, a live process holds the pid file, or the spawn stamp names a
+    live process (empty: one is being started this moment)."""
+    for child in SPAWNED:
+        if child.poll() is None:  # type: ignore[attr-defined]
+            return True
+    if _daemon_alive(run):
+        return True
+    stamp = os.path.join(run, SPAWN_STAMP)
+    try:
+        age = time.time() - os.stat(stamp).st_mtime
+        with open(stamp, "rb") as fh:
+            text = fh.read(32).strip()
+    except OSError:
+        return False
+    if not text:
+        return 0 <= age < LAUNCH_GRACE_S
+    # This process's own child was asked above: its pid may be a zombie's by now.
+    if SPAWNED or not 0 <= age < RESPAWN_S or os.name == "nt":
+        return False
+    try:
+        os.kill(int(text), 0)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def _listening(run: str) -> bool:
+    """Whether something accepts connections at the daemon's address."""
+    try:
+        sock, _ = _connect(run, POLL_S, USE_TCP)
+    except Unavailable:
+        return False
+    sock.close()
+    return True
+
+
+def _call(
+    home: str,
+    mode: str,
+    budgets_ms: tuple[float | None, float | None],
+    stdin: bytes,
+    fields: dict[str, object],
+) -> str | None:
+    """Read the stdin JSON, ask the daemon, fill ``fields`` with what happened."""
+    try:
+        data = loads(stdin.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError and too-deep nesting included
+        fields["outcome"] = "bad-input"
+        return None
+    if not isinstance(data, dict):
+        fields["outcome"] = "bad-input"
+        return None
+    kind, request, outcome = request_for(data, mode, _cwd(data))
+    fields["event"] = kind
+    if request is None:
+        fields["outcome"] = outcome
+        return None
+    budget_ms, first_ms = budgets_ms
+    budget = (budget_ms or SESSION_BUDGET_MS) / 1000 if kind == "session" else _budget(budget_ms)
+    # A random id, in this log and the daemon's, joins what it decided with what this
+    # hook delivered (`precedents why`); it says nothing about the prompt.
+    request["rid"] = fields["rid"] = os.urandom(6).hex()
+    try:
+        answer = _ask(request, home, budget, _first_budget(first_ms, budget), fields)
+    except Unavailable as exc:
+        fields["outcome"] = exc.why
+        return None
+    context = answer.get("context") if answer.get("ok") else None
+    if not isinstance(context, str) or not context:
+        fields["outcome"] = (
+            "starting" if answer.get("starting") else ("none" if answer.get("ok") else "error")
+        )
+        if not answer.get("ok"):
+            fields["daemon_error"] = str(answer.get("error"))[:40]  # the daemon's words
+        return None
+    line = hook_output(context, EVENTS_OUT[kind])
+    fields.update(outcome="injected", bytes=len(line.encode("utf-8")) + 1)
+    return line
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: read stdin, print the hook JSON or nothing, exit 0 whatever happens."""
+    try:
+        args = sys.argv[1:] if argv is None else argv
+        stdin, problem = read_stdin(stdin_deadline(args))
+        line = run(args, stdin, problem)
+        if line is not None:
+            out = sys.stdout.buffer
+            out.write(line.encode("utf-8") + b"\n")
+            out.flush()
+    except BaseException:
+        pass
+    return 0

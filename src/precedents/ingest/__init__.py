@@ -1,0 +1,1 @@
+"""The ingest stage: source folders -> files read and masked -> chunks -> the store (SPEC §2-3)."""
