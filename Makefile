@@ -11,7 +11,7 @@ export TOKENIZERS_PARALLELISM := false
 SHARED ?= $(CURDIR)/../shared
 SETS   := $(CURDIR)/.state/eval-sets
 
-.PHONY: install run test test-loaded lint bench eval clean
+.PHONY: install run test test-loaded lint bench eval docs clean research-install research-test research-run research-lock
 
 # The runtime alone (no torch): precedents, then `precedents setup`, which adds
 # the bundled model's weights without their torch dependency and builds the
@@ -23,8 +23,8 @@ $(VENV)/.installed-run: pyproject.toml
 	$(BIN)/precedents setup
 	touch $@
 
-# Development: tests, lint, training and the torch runtime. torch is installed
-# first and pinned: an unpinned torch pulls a multi-GB CUDA build.
+# Development: tests, lint and the torch runtime. torch is installed first and
+# pinned: an unpinned torch pulls a multi-GB CUDA build.
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
@@ -63,9 +63,15 @@ LOAD_CPUS ?= $(shell nproc 2>/dev/null || echo 2)
 test-loaded: install
 	$(PY) scripts/with_load.py --cpus $(LOAD_CPUS) -- $(PY) -m pytest -q -p no:cacheprovider
 
+LINT := src tests bench scripts research
+
+# docs/cli.md from the typer app (scripts/docs_cli.py); tests/test_docs.py fails when it is stale.
+docs: install
+	$(PY) scripts/docs_cli.py
+
 lint: install
-	$(BIN)/ruff check src tests bench scripts training
-	$(BIN)/ruff format --check src tests bench scripts training
+	$(BIN)/ruff check $(LINT)
+	$(BIN)/ruff format --check $(LINT)
 	$(BIN)/mypy
 
 # The repository's eval sets (../shared) laid out in the documented set format
@@ -79,5 +85,32 @@ bench: install
 	$(PY) bench/query.py
 	$(PY) bench/adr.py
 
+# research/ (research/README.md): the training of the shipped artifacts and the
+# measurements behind shipped settings, a project of its own with its own venv,
+# installed from its lock (research/requirements.lock, hash-checked), then precedents
+# and precedents-research from their folders, editable. Not part of `make test`.
+RVENV := research/.venv
+$(RVENV)/.installed: research/requirements.lock research/pyproject.toml pyproject.toml
+	test -x $(RVENV)/bin/python || python3 -m venv $(RVENV)
+	$(RVENV)/bin/python -m pip install -q -r research/requirements.lock
+	$(RVENV)/bin/python -m pip install -q --no-deps -e . -e research
+	$(RVENV)/bin/python -m pip check
+	touch $@
+
+research-install: $(RVENV)/.installed
+
+research-test: research-install
+	cd research && .venv/bin/python -m pytest -q -p no:cacheprovider
+
+# One research module with its arguments, e.g. RUN="train_relevance --cv" (the
+# modules: research/README.md). The training ones write the shipped artifacts.
+RUN ?= train_relevance --help
+research-run: research-install
+	$(RVENV)/bin/python -m precedents_research.$(RUN)
+
+# Re-resolve the lock after a change to either project's dependencies.
+research-lock: install
+	$(PY) research/lock.py
+
 clean:
-	rm -rf $(VENV) .state .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(RVENV) .state .pytest_cache .mypy_cache .ruff_cache

@@ -56,7 +56,7 @@ def build(home: Path, repo: Path, project: str, chunks: int) -> int:
     (repo / ".git").mkdir()
     os.environ["PRECEDENTS_HOME"] = str(home)
     settings = load_settings(discover_claude=False)
-    embedder = load_embedder(settings.model)
+    embedder = load_embedder(settings.model_spec())
     store = Store(settings.index_dir, embedder.model_id, embedder.dimension)
     Indexer(settings, store, embedder).sync(
         walk(configured_sources(settings, Sources(project=str(repo))))

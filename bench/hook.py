@@ -15,8 +15,8 @@ hook really injects) plus synthetic chunks with random unit vectors up to
 
 ``--conversations DIR``: also index DIR's Claude Code transcripts as the
 project's conversation logs (real text, so the word index that ranks them is
-real: e.g. the LoCoMo sessions ``scripts/locomo_eval.py --work W`` wrote under
-``W/conversations/*``, copied into one folder).
+real: e.g. the LoCoMo sessions that ``research/precedents_research/locomo_eval.py
+--work W`` wrote under ``W/conversations/*``, copied into one folder).
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def build_index(
 
     os.environ["PRECEDENTS_HOME"] = str(home)
     settings = load_settings(discover_claude=False)
-    embedder = load_embedder(settings.model)
+    embedder = load_embedder(settings.model_spec())
     store = Store(settings.index_dir, embedder.model_id, embedder.dimension)
     notes = notes_folder(home, crosslingual)
     logs = [conversations] if conversations else []

@@ -76,17 +76,19 @@ def _torch_threads(n: int | None = None) -> int | None:
 
 def worker(runtime: str, started: float, chunks: int, queries: int) -> dict[str, Any]:
     """One fresh process: load, first vector, RSS, 1,000 queries, throughput."""
+    from precedents.config import ModelSpec
     from precedents.models.embedding import load_embedder
-    from precedents.recall.core import _daemon_threads
+    from precedents.recall.batcher import daemon_threads
 
-    model = load_embedder(runtime=runtime)
+    spec = ModelSpec(runtime=runtime)
+    model = load_embedder(spec)
     model.encode_queries([QUESTION])
     first = time.time() - started
     loaded = memory()
     # Queries one at a time with the daemon's thread settings (torch: one thread;
     # without it, two spinning threads on a busy 2-core box took ~0.9 s a query).
     threads = _torch_threads()
-    _daemon_threads(model)
+    daemon_threads(model, spec.torch_threads)
     asks = questions()
     lat = []
     for i in range(queries):
@@ -222,7 +224,9 @@ def main() -> int:
             [
                 sys.executable,
                 "-c",
-                "from precedents.models.embedding import load_embedder as l; l()",
+                "from precedents.config import load_settings as s\n"
+                "from precedents.models.embedding import load_embedder as l\n"
+                "l(s().model_spec())",
             ],
             env=env,
             check=True,

@@ -114,7 +114,7 @@ def main() -> int:
 
     settings = load_settings()
     started = time.perf_counter()
-    model = load_embedder(settings.model, settings.device)
+    model = load_embedder(settings.model_spec())
     print(
         f"model {model.model_id} on {model.device}, loaded in {time.perf_counter() - started:.1f}s"
     )

@@ -30,7 +30,7 @@ SHARED_SEVEN = {
     "ministryofjustice/modernisation-platform",
     "thomvaill/log4brains",
 }
-TRAINING_SOURCES = Path(__file__).parents[1] / "training" / "data" / "adrs" / "SOURCE.md"
+TRAINING_SOURCES = Path(__file__).parents[1] / "research" / "data" / "adrs" / "SOURCE.md"
 
 
 def _expected(name: str) -> dict[str, Any]:

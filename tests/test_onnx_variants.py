@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from precedents import config
-from precedents.config import DEFAULT_MODEL, base_model_id, load_settings
+from precedents.config import DEFAULT_MODEL, ModelSpec, load_settings, model_profile, parse_model_id
 from precedents.errors import ModelNotAvailable
 from precedents.models.embedding import bundled_model_path, canonical_model_id
 from precedents.models.onnx_embedder import (
@@ -34,6 +34,7 @@ from precedents.models.onnx_variants import (
     FP32,
     U8S8,
     U8U8,
+    VARIANTS,
     Variant,
     _linux_flags,
     _numpy_flags,
@@ -133,9 +134,11 @@ def test_the_variant_is_in_the_model_id(home: Path) -> None:
     with pytest.raises(ModelNotAvailable, match="no runtime variant 'onnx-int4'"):
         canonical_model_id(f"{DEFAULT_MODEL}#onnx-int4")
     settings = load_settings()
+    profile = model_profile(DEFAULT_MODEL)
+    assert profile is not None and profile.variants == tuple(VARIANTS)  # one list of names
     for variant in (U8S8, U8U8, FP32):
         model_id = variant.model_id(DEFAULT_MODEL)
-        assert base_model_id(model_id) == DEFAULT_MODEL
+        assert parse_model_id(model_id) == (profile, variant.name)
         assert settings.thresholds_for(model_id) == settings.thresholds_for(DEFAULT_MODEL)
 
 
@@ -246,6 +249,6 @@ def test_an_avx2_only_cpu_gets_uint8_weights_that_agree(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr[-3000:]
     assert "FLAGS ['avx', 'avx2']" in run.stdout, run.stdout
     emulated = np.load(tmp_path / "vectors.npy")
-    reference = SentenceTransformerEmbedder(DEFAULT_MODEL, "cpu").encode_passages(texts)
+    reference = SentenceTransformerEmbedder(ModelSpec(DEFAULT_MODEL, "cpu")).encode_passages(texts)
     cosine = (emulated * reference).sum(axis=1)
     assert cosine.min() >= 0.99, cosine

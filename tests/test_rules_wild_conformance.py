@@ -10,27 +10,15 @@ the daemon serves (scripts/rules_conformance.py prints the same figures).
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "rules_conformance.py"
-
-
-def load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("rules_conformance", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from scripts import rules_conformance as conformance
 
 
 @pytest.fixture(scope="module")
 def result(embedder: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    conformance = load_script()
     assert len(conformance.projects()) >= 40
     return conformance.run([], embedder)  # type: ignore[no-any-return]
 

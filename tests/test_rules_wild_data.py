@@ -206,7 +206,7 @@ def test_no_excluded_repository() -> None:
 
 
 def test_no_rule_file_is_a_file_of_the_eval_or_training_sets() -> None:
-    roots = [REPO_ROOT / "training" / "data"]
+    roots = [REPO_ROOT / "research" / "data"]
     shared = _shared_root()
     if shared is not None:
         roots.append(shared / "eval")  # hashed only, never read otherwise

@@ -19,7 +19,7 @@ import pytest
 
 from .conftest import REPO, shared_path
 
-TRAINING = REPO / "training" / "data"
+TRAINING = REPO / "research" / "data"
 PARTS = ("rules", "adrs", "notes", "multilingual")
 EVAL_SOURCES = (
     "PatrickJS/awesome-cursorrules",

@@ -1,29 +1,40 @@
-"""The library calls behind the CLI commands: one function per command.
+"""The front door: every CLI command and every MCP tool is a call here (one function per
+command; tests/test_front_door.py checks that none goes around it).
 
 Each takes resolved :class:`Settings` and returns data; the CLI only parses
-options, calls one of these and prints.
+options, calls one of these and prints, and the MCP tools return what they return.
+What the warm daemon can answer is asked of it, through the protocol's one
+client, and done in-process when it cannot (:mod:`precedents.query_daemon.client`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from precedents import protocol, runlock
 from precedents.config import Settings
-from precedents.errors import PrecedentsError, disk_full, is_disk_full
+from precedents.errors import PrecedentsError, UsageError, disk_full, is_disk_full
 from precedents.ingest.progress import read_progress
-from precedents.ingest.sources import Problem, Sources, configured_sources, project_root, walk
+from precedents.ingest.sources import Problem, configured_sources, project_root, walk
+from precedents.ingest.sources import Sources as Sources  # what the CLI builds its folders into
+from precedents.protocol import DaemonClient, Unavailable
+from precedents.query_daemon import client as daemon_client
 from precedents.secrets.names import shown_path
 from precedents.secrets.withheld import read_withheld
 
 if TYPE_CHECKING:
+    from precedents.adr_graph import AdrGraph
+    from precedents.adr_graph.view import AdrView
+    from precedents.hook.install import HookSetup
     from precedents.ingest.indexer import IndexReport
     from precedents.ingest.progress import Progress
     from precedents.models.embedding import Embedder
+    from precedents.protocol import QueryRow
+    from precedents.service.units import ServiceResult
     from precedents.store import Store
 
 # The model, LanceDB, pyarrow and numpy are imported inside the calls that need
@@ -34,6 +45,22 @@ log = logging.getLogger("precedents.api")
 
 # A warm daemon answers in tens of milliseconds; past this, rank in-process.
 DAEMON_QUERY_S = 5.0
+# MCP `recall`: how long a call waits for the daemon's answer.
+RECALL_S = 10.0
+MAX_PATH_CHARS = 4096
+
+
+class QueryResult(TypedDict):  # `precedents query --json`
+    project: str
+    results: list[QueryRow]
+    via: str  # "daemon" or "in-process"
+
+
+class RecallResult(TypedDict):  # the MCP `recall` tool's answer
+    project: str
+    injected: str | None  # the hook's lines: marks, successors, byte cap
+    records: list[QueryRow]  # ranked, each ADR with its mark (naming its successor)
+    via: str
 
 
 def reindex(
@@ -103,21 +130,31 @@ def query(
     k: int = 5,
     all_projects: bool = False,
     embedder: Embedder | None = None,
-) -> dict[str, Any]:
-    """Documents of a project (and shared rules), or of every project, ranked for ``text``:
-    ``{"project", "results": [...], "via"}`` (``precedents query --json``).
+) -> QueryResult:
+    """Documents of a project (and shared rules), or of every project, ranked for ``text``
+    (``precedents query --json``).
 
-    Asked of the running daemon when there is one (its model is warm: a
-    question costs milliseconds, not a model load), else ranked in-process;
-    either way by :class:`Recall`, the code the hook's daemon runs, so
-    `query` and the hook order the same question the same way.
+    Asked of the running daemon when there is one, else ranked in-process (always,
+    with a given ``embedder``); either way by :class:`Recall`, the code the hook's
+    daemon runs, so `query` and the hook order the same question the same way.
     """
     _check_query(text)
     target = None if all_projects else project_root(project or Path.cwd())
-    if embedder is None:
-        answer = _ask_daemon(settings, text, target, k)
-        if answer is not None:
-            return answer
+
+    def asked(client: DaemonClient) -> QueryResult | None:
+        if embedder is not None:
+            return None
+        answer = client.query(text, target, k, DAEMON_QUERY_S)
+        return {"project": answer["project"], "results": answer["results"], "via": "daemon"}
+
+    return daemon_client.daemon_or_here(
+        settings.run_dir, asked, lambda: _query_here(settings, text, target, k, embedder)
+    )
+
+
+def _query_here(
+    settings: Settings, text: str, target: str | None, k: int, embedder: Embedder | None
+) -> QueryResult:
     # Before the model loads (seconds): a store that cannot be read is one line and
     # exit 1, not "no records found" (issue #21). Free while the folder is unchanged.
     from precedents.store.health import verify
@@ -129,7 +166,8 @@ def query(
     try:
         if recall.store_problem is not None:
             raise recall.store_problem
-        return {**recall.query(text, target, k), "via": "in-process"}
+        found = recall.query(text, target, k)
+        return {"project": found["project"], "results": found["results"], "via": "in-process"}
     finally:
         recall.close()
 
@@ -141,20 +179,6 @@ def _check_query(text: str) -> None:
 
     if not protocol.clip_prompt(text).strip():
         raise UsageError("query is empty")
-
-
-def _ask_daemon(
-    settings: Settings, text: str, project: str | None, k: int
-) -> dict[str, Any] | None:
-    """The daemon's answer to a query, or None when none runs or it is not ready yet."""
-    request = {"op": "query", "text": text, "project": project, "k": k}
-    try:
-        answer = protocol.ask(request, DAEMON_QUERY_S, str(settings.run_dir))
-    except protocol.Unavailable:
-        return None
-    if not answer.get("ok") or not isinstance(answer.get("results"), list):
-        return None  # starting, or an older daemon that does not know `query`
-    return {"project": answer.get("project"), "results": answer["results"], "via": "daemon"}
 
 
 def auto_context(settings: Settings, text: str, *, project: str | None = None) -> str | None:
@@ -205,11 +229,11 @@ def status(settings: Settings) -> dict[str, Any]:
 
 def setup(settings: Settings, model: str | None = None) -> dict[str, Any]:
     """Download (if needed) and load ``model``: the only call that may use the network."""
-    name = model or settings.model
+    spec = settings.with_overrides(model=model).model_spec()
     from precedents.models.embedding import load_embedder, setup_model
 
-    where = setup_model(name)
-    embedder = load_embedder(name, settings.device)
+    where = setup_model(spec)
+    embedder = load_embedder(spec)
     return {
         "model": embedder.model_id,
         "path": where,
@@ -232,7 +256,7 @@ def evaluate(
     from precedents.models.embedding import canonical_model_id
 
     run = evaluation.prepare(settings, sets, progress)
-    current = settings.thresholds_for(canonical_model_id(settings.model))
+    current = settings.thresholds_for(canonical_model_id(settings.model_spec()))
     out: dict[str, Any] = {
         "model": settings.model,
         "thresholds": asdict(current),
@@ -291,14 +315,185 @@ def _index_remembered(settings: Settings, path: Path, folder: Path, root: str) -
         return {"path": str(path), "project": root, "indexed_by": "watcher"}
     watcher.release()
     key = resolve_claude_project(folder.parent)
-    request = {"op": "index", "path": str(path), "project": key}
-    try:  # the daemon's model is warm: searchable at once
-        if protocol.ask(request, DAEMON_QUERY_S, str(settings.run_dir)).get("ok"):
-            return {"path": str(path), "project": root, "indexed_by": "daemon"}
-    except protocol.Unavailable:
-        pass
-    from precedents.ingest.indexer import index_note, lazy_store
 
-    lazy = lazy_store(settings)
-    index_note(settings, lazy.model(), path, key)
-    return {"path": str(path), "project": root, "indexed_by": "remember"}
+    def asked(client: DaemonClient) -> dict[str, Any]:  # its model is warm: searchable at once
+        client.index(str(path), key, DAEMON_QUERY_S)
+        return {"path": str(path), "project": root, "indexed_by": "daemon"}
+
+    def here() -> dict[str, Any]:
+        from precedents.ingest.indexer import index_note, lazy_store
+
+        lazy = lazy_store(settings)
+        index_note(settings, lazy.model(), path, key)
+        return {"path": str(path), "project": root, "indexed_by": "remember"}
+
+    return daemon_client.daemon_or_here(settings.run_dir, asked, here)
+
+
+def recall(settings: Settings, text: str, project: str | None, k: int) -> RecallResult:
+    """What the hook would inject for ``text`` in ``project`` (default: this folder's),
+    and its top ``k`` records: the MCP `recall` tool.
+
+    One round trip to a warm daemon; one that is down or loading is started as the
+    hook starts it and waited for; else in-process.
+    """
+    text = protocol.clip_prompt(text)  # as the hook: the model reads no more than the start
+    root = project_root(project or Path.cwd())
+
+    def asked(client: DaemonClient) -> RecallResult:
+        try:
+            answer = client.recall(text, root, k, RECALL_S)
+        except Unavailable as exc:
+            if exc.why == "timeout" or not daemon_client.ensure_daemon(settings.home, client):
+                raise
+            answer = client.recall(text, root, k, RECALL_S)
+        return {
+            "project": root,
+            "injected": answer["context"],
+            "records": answer["results"],
+            "via": "daemon",
+        }
+
+    def here() -> RecallResult:
+        injected = auto_context(settings, text, project=root)
+        ranked = query(settings, text, project=root, k=k)
+        return {
+            "project": root,
+            "injected": injected,
+            "records": ranked["results"],
+            "via": ranked["via"],
+        }
+
+    return daemon_client.daemon_or_here(settings.run_dir, asked, here)
+
+
+def adr_graph(
+    settings: Settings, folder: str | Path | None = None, *, confined: bool = False
+) -> AdrGraph:
+    """The ADR graph of ``folder`` (default: the configured or conventional ADR folder
+    of this repository), cached, its text masked: how every command and tool builds one.
+
+    ``confined`` (the MCP tools, whose folder an agent names): ``folder`` must lie
+    inside this project or a configured ADR folder (``dir="/"`` once walked the whole
+    filesystem, issue #20); elsewhere it is a :class:`UsageError`.
+    """
+    # Imported here: the graph's parser loads only for the ADR commands and tools.
+    from precedents.adr_graph import build_graph, default_adr_dir
+    from precedents.secrets.mask import mask_secrets
+
+    cwd = Path.cwd()
+    if folder is None or folder == "":
+        target = default_adr_dir(cwd, settings.adrs)
+    elif confined:
+        target = _inside_adr_roots(settings, str(folder), cwd)
+    else:
+        target = Path(folder)
+    return build_graph(target, settings.cache_dir / "adr", mask_secrets)
+
+
+def adr_view(
+    settings: Settings, folder: str | Path | None = None, *, confined: bool = False
+) -> AdrView:
+    """:func:`adr_graph` as output: every field inert (adr_graph/view.py)."""
+    from precedents.adr_graph.view import AdrView
+
+    return AdrView(adr_graph(settings, folder, confined=confined))
+
+
+def _inside_adr_roots(settings: Settings, folder: str, cwd: Path) -> Path:
+    """``folder``, resolved, when it lies in the project (the git root of ``cwd``) or a
+    configured ADR folder or repository. A "project" that is the filesystem root or the
+    home folder (a server started outside any repository) is none: it would open all."""
+    from precedents.kinds import git_root
+
+    if "\0" in folder or len(folder) > MAX_PATH_CHARS:
+        raise UsageError("dir: not a usable path")
+    target = Path(folder).expanduser()
+    real = (target if target.is_absolute() else cwd / target).resolve()
+    roots = [Path(p).expanduser().resolve() for p in (*settings.adrs, *settings.repos)]
+    project = git_root(cwd).resolve()
+    if project != Path(project.anchor) and project != Path.home().resolve():
+        roots.append(project)
+    if any(real == root or root in real.parents for root in roots):
+        return real
+    allowed = ", ".join(str(r) for r in roots) or "none (no project here, none configured)"
+    raise UsageError(
+        f"dir {folder[:200]!r} is outside the project and the configured ADR folders "
+        f"(allowed: {allowed})"
+    )
+
+
+def serve(settings: Settings, *, idle_timeout_s: float | None = None, tcp: bool = False) -> str:
+    """Run the daemon here (logging to its log) until it stops: why (``error: ...``: failed)."""
+    from precedents.query_daemon.server import configure_logging
+    from precedents.query_daemon.server import serve as run_daemon
+
+    configure_logging(settings)
+    return run_daemon(settings, idle_timeout_s=idle_timeout_s, transport="tcp" if tcp else None)
+
+
+def daemon_status(settings: Settings) -> dict[str, object]:
+    """``running`` (who holds its lock), ``answering``, ``pid`` and its ping's answer."""
+    from precedents.query_daemon.server import status as server_status
+
+    return server_status(settings.run_dir)
+
+
+def stop_daemon(settings: Settings) -> bool:
+    """Ask the running daemon to exit; False when none answered."""
+    return daemon_client.stop_daemon(settings.run_dir)
+
+
+def install_hook(
+    settings: Settings,
+    *,
+    project: Path | None = None,
+    shared: bool = False,
+    uninstall: bool = False,
+    form: str = "auto",
+    http: bool = False,
+) -> HookSetup:
+    """Register (or remove) the hooks in Claude Code's settings, without the plugin."""
+    from precedents.hook.install import install_hook as install
+
+    return install(
+        settings, project=project, shared=shared, uninstall=uninstall, form=form, http=http
+    )
+
+
+def watch(settings: Settings, folders: Sources, debounce_s: float) -> None:
+    """Index ``folders`` (none named: every source) as they change, until SIGINT/SIGTERM."""
+    from precedents.watcher.foreground import configure_logging, run_until_signalled
+
+    configure_logging()
+    run_until_signalled(settings, folders, debounce_s)
+
+
+def install_service(
+    settings: Settings, *, daemon: bool = True, load: bool = True, dry_run: bool = False
+) -> ServiceResult:
+    """Write (and load) the login units of the watcher and, with ``daemon``, the daemon."""
+    from precedents.service.units import install_service as install
+
+    return install(settings, daemon=daemon, load=load, dry_run=dry_run)
+
+
+def uninstall_service(*, load: bool = True) -> ServiceResult:
+    """Stop and remove the units :func:`install_service` writes (no settings: none needed)."""
+    from precedents.service.units import uninstall_service as uninstall
+
+    return uninstall(load=load)
+
+
+def unanswered_calls(settings: Settings, since: str = "", n: int = 5) -> list[dict[str, Any]]:
+    """The last ``n`` hook calls since ``since`` that no daemon answered (`why`)."""
+    from precedents.query_daemon.history import unanswered_calls as unanswered
+
+    return unanswered(settings.log_dir, since, n)
+
+
+def report_lines(scores: dict[str, Any]) -> Iterable[str]:
+    """:func:`evaluate`'s scores as the lines `eval` prints."""
+    from precedents.evaluation.core import report_lines as lines
+
+    return lines(scores)

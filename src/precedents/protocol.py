@@ -4,7 +4,8 @@ One JSON object per line (UTF-8) each way, on a UNIX socket (Windows: TCP on
 127.0.0.1). Every request carries ``"v": PROTOCOL_VERSION``; a daemon answers a
 request of another version with ``{"ok": false, "error": "version"}``.
 
-Requests::
+Requests, one ``op`` each (:data:`Op`; a TypedDict per op below, and
+:class:`DaemonClient` a method per op)::
 
     {"v": 1, "op": "context", "prompt": "...", "cwd": "/x/repo"}
     {"v": 1, "op": "ping"}
@@ -42,7 +43,115 @@ import sys
 
 TYPE_CHECKING = False  # typing itself costs the hook milliseconds; mypy knows this name
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Mapping
+    from typing import Any, Literal, NotRequired, TypedDict
+
+    # The message types exist for mypy alone (the hook must not import typing): import
+    # them under TYPE_CHECKING. query_daemon/ops.py has one handler per Op (a test checks).
+    Op = Literal["ping", "stop", "status", "query", "index", "recall", "context", "session", "file"]
+
+    class BareRequest(TypedDict):
+        op: Literal["ping", "stop", "status"]
+
+    class QueryRequest(TypedDict):  # `precedents query`; project None: every project
+        op: Literal["query"]
+        text: str
+        project: str | None
+        k: int
+
+    class IndexRequest(TypedDict):  # `remember`: index this note (.md) now
+        op: Literal["index"]
+        path: str
+        project: str
+
+    class RecallRequest(TypedDict):  # MCP `recall`: what `context` and `query` answer, at once
+        op: Literal["recall"]
+        prompt: str
+        cwd: str
+        k: int
+
+    class _HookFields(TypedDict):
+        cwd: str
+        session_id: str
+        rid: NotRequired[str]  # the hook's random request id: `why` joins the two logs by it
+        wait_ms: NotRequired[int]  # hold the answer this long for a model still loading
+
+    class ContextRequest(_HookFields):  # UserPromptSubmit
+        op: Literal["context"]
+        prompt: str
+        transcript_path: str
+
+    class SessionRequest(_HookFields):  # SessionStart
+        op: Literal["session"]
+
+    class FileRequest(_HookFields):  # PreToolUse of the file tools
+        op: Literal["file"]
+        path: str
+
+    HookRequest = ContextRequest | SessionRequest | FileRequest
+
+    class _Envelope(TypedDict, total=False):
+        v: int  # set by the transport, as the request's
+        tag: str  # Windows: the HMAC of the request's nonce
+
+    class Failure(_Envelope):
+        ok: Literal[False]
+        error: str  # "starting" while the model loads (query, index, recall)
+
+    class Done(_Envelope):  # `stop`
+        ok: Literal[True]
+
+    class PingAnswer(_Envelope):
+        ok: Literal[True]
+        pid: int
+        version: str
+        ready: bool  # the model is loaded (a ping is answered while it loads)
+        model: str
+
+    class StatusAnswer(_Envelope):
+        ok: bool  # False while no index can be read (summary None)
+        summary: dict[str, Any] | None  # as store/summary.py builds it, `status` prints it
+
+    class QueryRow(TypedDict):  # one ranked record, every field inert (recall/format.py)
+        kind: str
+        project: str
+        path: str
+        name: str
+        description: str
+        date: str
+        adr_id: str
+        score: float
+        suspect: bool
+        mark: NotRequired[str]  # an ADR's mark: it names a replaced one's successor
+
+    class QueryAnswer(_Envelope):
+        ok: Literal[True]
+        project: str
+        results: list[QueryRow]
+
+    class IndexAnswer(_Envelope):
+        ok: Literal[True]
+        indexed: int
+
+    class HookAnswer(_Envelope):
+        ok: Literal[True]
+        context: str | None
+        starting: NotRequired[bool]  # no model yet: nothing was searched
+
+    class RecallAnswer(QueryAnswer):
+        context: str | None
+
+    Answer = (
+        Failure
+        | Done
+        | PingAnswer
+        | StatusAnswer
+        | QueryAnswer
+        | IndexAnswer
+        | HookAnswer
+        | RecallAnswer
+    )
+
 
 PROTOCOL_VERSION = 1
 SOCKET_NAME = "daemon.sock"
@@ -70,6 +179,12 @@ HEADER = (
 EVENT_PROMPT = "UserPromptSubmit"
 EVENT_SESSION = "SessionStart"
 EVENT_FILE = "PreToolUse"
+
+# The daemon's marks in run/: this one from taking its lock until its model is loaded;
+# the hook's spawn stamp holds the pid of the daemon it last started (empty for the
+# moment before the start).
+STARTING_MARK = "daemon.starting"
+SPAWN_STAMP = "daemon.spawned"
 
 USE_TCP = os.name == "nt"
 
@@ -115,7 +230,7 @@ def loads(text: str) -> Any:
     return value
 
 
-def dumps(value: Any) -> str:
+def dumps(value: object) -> str:
     """``json.dumps(value, ensure_ascii=False)`` for dicts, lists, strings, numbers, bools, None."""
     if isinstance(value, str):
         return str(_quote(value))
@@ -156,7 +271,7 @@ def printed_bytes(context: str, event: str = EVENT_PROMPT) -> int:
     return len(hook_output(context, event).encode("utf-8")) + 1
 
 
-def encode(message: dict[str, Any]) -> bytes:
+def encode(message: Mapping[str, object]) -> bytes:
     """One protocol line.
 
     A lone surrogate (Claude Code's JSON may escape half an emoji as ``\\ud83d``;
@@ -198,10 +313,10 @@ def answer_tag(secret: bytes, nonce: str) -> str:
 
 
 def default_home() -> str:
-    """The state directory, computed exactly as ``precedents.config`` does, without importing it.
+    """The state directory: ``PRECEDENTS_HOME``, else the platform's state folder.
 
-    Kept in step with :func:`precedents.config.default_state_dir` (a test
-    checks they agree): the hook must not pay for importing the settings layer.
+    The one definition: :func:`precedents.config.state_dir` calls it, and the hook
+    (which must not pay for importing the settings layer) calls it directly.
     """
     env = os.environ.get("PRECEDENTS_HOME")
     if env:
@@ -222,11 +337,20 @@ def run_dir(home: str | None = None) -> str:
 
 
 class Unavailable(Exception):
-    """No daemon answered: nothing listens (``down``), or it was too slow (``timeout``)."""
+    """No daemon could answer: nothing listens (``down``), it was too slow (``timeout``),
+    or its model is still loading (``starting``)."""
 
     def __init__(self, why: str) -> None:
         super().__init__(why)
         self.why = why
+
+
+class Refused(Exception):
+    """The daemon answered ``{"ok": false, "error": ...}``: ``error`` is its word for why."""
+
+    def __init__(self, error: str) -> None:
+        super().__init__(error)
+        self.error = error
 
 
 def _read(path: str) -> bytes:
@@ -262,7 +386,7 @@ def _connect(run: str, timeout: float, tcp: bool) -> tuple[Any, bytes | None]:
 
 
 def ask(
-    request: dict[str, Any],
+    request: Mapping[str, object],
     budget_s: float,
     run: str | os.PathLike[str] | None = None,
     *,
@@ -316,3 +440,77 @@ def ask(
         if not hmac.compare_digest(str(answer.get("tag", "")), answer_tag(secret, nonce)):
             raise Unavailable("down")
     return answer
+
+
+class DaemonClient:
+    """The daemon's one client: a method per op, returning that op's typed answer when it
+    succeeded, else raising :class:`Unavailable` (``down``, ``timeout``, ``starting``) or
+    :class:`Refused`. ``timeout``: a call's whole budget in seconds. :meth:`_call` is
+    the one place that reads ``ok`` and ``starting``, :meth:`ready` reads ``ready``."""
+
+    __slots__ = ("run", "tcp")
+
+    def __init__(self, run: str | os.PathLike[str] | None = None, *, tcp: bool | None = None):
+        """``run`` and ``tcp`` as for :func:`ask`."""
+        self.run = os.fspath(run) if run is not None else run_dir()
+        self.tcp = USE_TCP if tcp is None else tcp
+
+    def ping(self, timeout: float) -> PingAnswer:
+        """Who answers: pid, version, model, and whether the model is loaded (``ready``)."""
+        return self._call({"op": "ping"}, timeout)  # type: ignore[return-value]
+
+    def ready(self, timeout: float) -> bool:
+        """Whether a daemon answers with its model loaded (False when none answers)."""
+        try:
+            return bool(self.ping(timeout).get("ready"))
+        except (Unavailable, Refused):
+            return False
+
+    def stop(self, timeout: float) -> None:
+        """Ask the daemon to exit."""
+        self._call({"op": "stop"}, timeout)
+
+    def status(self, timeout: float) -> StatusAnswer:
+        """What the store holds, as the daemon last read it (:class:`Refused` without an index)."""
+        return self._call({"op": "status"}, timeout)  # type: ignore[return-value]
+
+    def query(self, text: str, project: str | None, k: int, timeout: float) -> QueryAnswer:
+        """The top ``k`` records of ``project`` (None: every project) for ``text``."""
+        request: QueryRequest = {"op": "query", "text": text, "project": project, "k": k}
+        answer = self._call(request, timeout)
+        if not isinstance(answer.get("results"), list):
+            raise Refused("no results")  # not an answer to `query`
+        return answer  # type: ignore[return-value]
+
+    def index(self, path: str, project: str, timeout: float) -> IndexAnswer:
+        """Index one note now with the daemon's warm model."""
+        request: IndexRequest = {"op": "index", "path": path, "project": project}
+        return self._call(request, timeout)  # type: ignore[return-value]
+
+    def recall(self, prompt: str, cwd: str, k: int, timeout: float) -> RecallAnswer:
+        """The hook's context for ``prompt`` in ``cwd`` and the top ``k`` records there."""
+        request: RecallRequest = {"op": "recall", "prompt": prompt, "cwd": cwd, "k": k}
+        return self._call(request, timeout)  # type: ignore[return-value]
+
+    def hook(self, request: HookRequest, timeout: float, wait_ms: int | None = None) -> HookAnswer:
+        """A hook's question; ``wait_ms``: how long a daemon still loading holds the answer."""
+        sent: Mapping[str, object] = request if wait_ms is None else {**request, "wait_ms": wait_ms}
+        return self._call(sent, timeout)  # type: ignore[return-value]
+
+    def listening(self, timeout: float) -> bool:
+        """Whether something accepts connections at the daemon's address (it may not be one)."""
+        try:
+            sock, _ = _connect(self.run, timeout, self.tcp)
+        except Unavailable:
+            return False
+        sock.close()
+        return True
+
+    def _call(self, request: Mapping[str, object], timeout: float) -> dict[str, Any]:
+        answer = ask(request, timeout, self.run, tcp=self.tcp)
+        # The hook ops say "starting" as a flag, the others as their error.
+        if answer.get("starting") or answer.get("error") == "starting":
+            raise Unavailable("starting")
+        if not answer.get("ok"):
+            raise Refused(str(answer.get("error")))
+        return answer

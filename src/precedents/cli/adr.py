@@ -1,11 +1,11 @@
 """`precedents adr ...`: the ADR graph on the command line (list, find, show, chain, check).
 
-Thin: each command builds the graph with :func:`precedents.adr_graph.build_graph`
-(the same call the watcher and the daemon make) and prints one library answer,
-rendered by :class:`precedents.adr_graph.view.AdrView` as the MCP tools are: every
-field inert, an ADR's text behind a gutter, a suspect ADR as its id, path and mark.
-User mistakes exit 2 with one line on stderr; a chain that cannot be followed
-exits 1; `check` exits 1 when it finds an error, so it can run in CI.
+Thin: each command gets the graph from :func:`precedents.api.adr_view` (the one way
+a command or an MCP tool builds one) and prints one library answer, rendered by
+:class:`precedents.adr_graph.view.AdrView` as the MCP tools are: every field inert,
+an ADR's text behind a gutter, a suspect ADR as its id, path and mark. User
+mistakes, a broken config among them, exit 2 with one line on stderr; a chain that
+cannot be followed exits 1; `check` exits 1 when it finds an error, so it can run in CI.
 """
 
 from __future__ import annotations
@@ -15,16 +15,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from precedents.adr_graph import STATUSES, AdrRecord
-from precedents.adr_graph.view import GUTTER, WITHHELD, AdrView, line_label, shown_date
+from precedents import api
+from precedents.adr_graph.model import STATUSES
+from precedents.adr_graph.view import GUTTER, WITHHELD, line_label, shown_date
 from precedents.cli.common import JsonOpt, add_commands, print_json
-from precedents.config import Settings, load_settings
-from precedents.errors import PrecedentsError, UsageError
+from precedents.config import load_settings
+from precedents.errors import UsageError
 from precedents.inert import SUSPECT_MARK, inert_path
-from precedents.secrets.mask import mask_secrets
 
 if TYPE_CHECKING:
-    from precedents.adr_graph import AdrGraph
+    from precedents.adr_graph import AdrRecord
+    from precedents.adr_graph.view import AdrView
 
 DirOption = Annotated[
     Path | None,
@@ -37,28 +38,11 @@ DirOption = Annotated[
 IdArgument = Annotated[str, typer.Argument(metavar="ID", help="ADR id, number or path.")]
 
 
-def _settings() -> Settings | None:
-    try:
-        return load_settings()
-    except PrecedentsError:
-        return None  # a broken config must not stop an ADR query: run uncached, unconfigured
-
-
-def _graph(folder: Path | None) -> AdrGraph:
-    """The graph of ``folder``, else of the configured or conventional ADR folder here."""
-    # Imported here: the graph's parser loads only for `adr` commands (CLI start).
-    from precedents.adr_graph import build_graph, default_adr_dir
-
-    settings = _settings()
-    if folder is None:
-        folder = default_adr_dir(Path.cwd(), settings.adrs if settings else ())
-    cache = settings.cache_dir / "adr" if settings else None
-    return build_graph(folder, cache, mask_secrets)
-
-
 def _view(folder: Path | None) -> AdrView:
-    """The graph of ``folder`` as output: every field inert (adr_graph/view.py)."""
-    return AdrView(_graph(folder))
+    """The graph of ``folder``, else of the configured or conventional ADR folder here,
+    as output: every field inert (adr_graph/view.py). A broken config is its one-line
+    error, as for every command and the MCP tools (it names the ADR folders too)."""
+    return api.adr_view(load_settings(), folder)
 
 
 def _line(view: AdrView, rec: AdrRecord) -> str:

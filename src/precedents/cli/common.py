@@ -15,12 +15,14 @@ import functools
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 
 from precedents.errors import PrecedentsError, UsageError, disk_full, is_disk_full
-from precedents.ingest.sources import Sources
+
+if TYPE_CHECKING:
+    from precedents.api import Sources
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -48,6 +50,8 @@ def to_sources(
     project: str | None,
 ) -> Sources:
     """The folders named by ``--notes/--rules/--adrs/--conversations`` for ``--project``."""
+    from precedents.api import Sources
+
     return Sources(
         tuple(notes or ()),
         tuple(rules or ()),

@@ -34,14 +34,12 @@ def eval_(
 
 def _print_report(result: dict[str, Any]) -> None:
     """The figures at the model's thresholds, then at the best grid point when tuned."""
-    from precedents.evaluation.core import report_lines
-
     typer.echo(f"model {result['model']}, thresholds {result['thresholds']}")
-    for line in report_lines(result["scores"]):
+    for line in api.report_lines(result["scores"]):
         typer.echo(line)
     if "tuned" in result:
         typer.echo(f"best grid point: {result['tuned']['thresholds']}")
-        for line in report_lines(result["tuned"]["scores"]):
+        for line in api.report_lines(result["tuned"]["scores"]):
             typer.echo(line)
 
 

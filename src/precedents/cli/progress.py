@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from precedents.ingest.progress import Progress as ProgressFn
+if TYPE_CHECKING:
+    from precedents.ingest.progress import Progress as ProgressFn
 
 
 @contextmanager

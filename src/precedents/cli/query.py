@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -11,6 +11,9 @@ from precedents.cli.common import JsonOpt, ProjectOpt, add_commands, print_json
 from precedents.config import load_settings
 from precedents.errors import UsageError
 from precedents.inert import SUSPECT_MARK
+
+if TYPE_CHECKING:
+    from precedents.api import QueryResult
 
 
 def query(
@@ -48,7 +51,7 @@ def _print_auto(context: str | None, as_json: bool) -> None:
         typer.echo(context)
 
 
-def _print_results(result: dict[str, Any], all_projects: bool) -> None:
+def _print_results(result: QueryResult, all_projects: bool) -> None:
     """One line per document: score, ADR mark, kind, name, description, path."""
     rows = result["results"]
     if not rows:

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from precedents import api
 from precedents.cli.common import JsonOpt, add_commands, print_json
 from precedents.config import load_settings
-from precedents.service.units import ServiceResult, install_service, uninstall_service
+
+if TYPE_CHECKING:
+    from precedents.service.units import ServiceResult
 
 NoLoadOpt = Annotated[
     bool, typer.Option("--no-load", help="Only write/remove the files; do not call systemctl.")
@@ -29,12 +32,12 @@ def install(
     """Write the unit files with this interpreter and state folder, and start them."""
     # A dry run must not even create the state folder: it writes nothing at all.
     settings = load_settings(create_home=not dry_run)
-    _print(install_service(settings, daemon=daemon, load=not no_load, dry_run=dry_run), as_json)
+    _print(api.install_service(settings, daemon=daemon, load=not no_load, dry_run=dry_run), as_json)
 
 
 def uninstall(no_load: NoLoadOpt = False, as_json: JsonOpt = False) -> None:
     """Stop and remove exactly the units `service install` wrote."""
-    _print(uninstall_service(load=not no_load), as_json)
+    _print(api.uninstall_service(load=not no_load), as_json)
 
 
 def _print(result: ServiceResult, as_json: bool) -> None:

@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from precedents import api
 from precedents.cli.common import (
     AdrsOpt,
     ConversationsOpt,
@@ -38,11 +39,8 @@ def watch(
     With folders given, only they are watched; otherwise every configured and
     discovered source (Claude Code's folders included, new ones as they appear).
     """
-    from precedents.watcher.foreground import configure_logging, run_until_signalled
-
-    configure_logging()
     folders = to_sources(notes, rules, adrs, conversations, project)
-    run_until_signalled(load_settings(), folders, debounce)
+    api.watch(load_settings(), folders, debounce)
 
 
 def register(app: typer.Typer) -> None:

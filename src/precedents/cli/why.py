@@ -44,15 +44,9 @@ def why(
             typer.echo(f"    {inert_path(path)}  (already given in this session)")
         for path in a.get("muted") or []:
             typer.echo(f"    {inert_path(path)}  (muted: `precedents unmute` gives it again)")
-    _unanswered(settings.log_dir, answers[-1]["time"] if answers else "", n)
-
-
-def _unanswered(log_dir: Path, since: str, n: int) -> None:
-    """The hook calls since the oldest answer listed that the daemon never saw (issue #21:
-    a prompt that got nothing because the daemon was down says so here too)."""
-    from precedents.query_daemon.history import unanswered_calls
-
-    calls = unanswered_calls(log_dir, since, n)
+    # The hook calls since the oldest answer listed that the daemon never saw (issue #21:
+    # a prompt that got nothing because the daemon was down says so here too).
+    calls = api.unanswered_calls(settings, answers[-1]["time"] if answers else "", n)
     if calls:
         typer.echo("hook calls the daemon never answered (any project; logs/hook.log):")
     for c in calls:

@@ -26,7 +26,7 @@ Figures, by message kind:
 
 ``tune`` re-runs only the pure selection over a grid of thresholds (the
 ranking is computed once) and reports the best setting that keeps unrelated
-messages quiet; the chosen values go in :data:`config.MODEL_THRESHOLDS`.
+messages quiet; the chosen values go in the model's profile (:data:`config.PROFILES`).
 """
 
 from __future__ import annotations
@@ -252,7 +252,7 @@ def prepare(
     for folder in sets:  # every set is checked before any model load or indexing
         check_set(folder)
         load_messages(folder)
-    model = embedder or load_embedder(settings.model, settings.device)
+    model = embedder or load_embedder(settings.model_spec())
     run = EvalRun(settings)
     for folder in sets:
         set_settings = _index_set(settings, folder, model, progress)

@@ -9,9 +9,9 @@ fails must never block the conversation.
 - Prompts shorter than 8 characters are not sent; longer than
   :data:`~precedents.protocol.MAX_PROMPT_CHARS`, only their start is.
 - A daemon that is down is started in the background (detached, output to
-  nowhere). A daemon start is tried at most once a minute, except after one
-  that failed on a full disk (it clears the stamp): then as soon as the disk
-  has room again.
+  nowhere; :mod:`.spawn`, read only then). A daemon start is tried at most
+  once a minute, except after one that failed on a full disk (it clears the
+  stamp): then as soon as the disk has room again.
 - A daemon that is starting (issue #21: the one this hook just started, one
   whose ``run/daemon.starting`` mark is there, or one that answers
   "starting") is waited for within the longer first-prompt budget
@@ -50,11 +50,11 @@ from precedents.protocol import (
     EVENT_PROMPT,
     EVENT_SESSION,
     MIN_PROMPT_CHARS,
-    PID_NAME,
-    USE_TCP,
+    SPAWN_STAMP,
+    STARTING_MARK,
+    DaemonClient,
+    Refused,
     Unavailable,
-    _connect,
-    ask,
     clip_prompt,
     default_home,
     dumps,
@@ -66,41 +66,30 @@ TYPE_CHECKING = False  # typing itself costs the hook milliseconds; mypy knows t
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from precedents.protocol import HookAnswer, HookRequest
+
 PROMPT_BUDGET_MS = 300.0
 # A daemon still starting is waited for this long from the hook's start. Measured
 # here (docs/daemon.md): a cold start is ready in 1.0-1.8 s, 3.0-3.7 s with both
 # cores busy; Claude Code's hook timeout (hook/install.py) is set above it.
 FIRST_BUDGET_MS = 8000.0
-# The mark a daemon keeps in run/ from taking its lock until its model is loaded.
-STARTING_MARK = "daemon.starting"
 # SessionStart happens once per session and nobody is waiting on a keystroke.
 SESSION_BUDGET_MS = 1000.0
 LOG_MAX_BYTES = 1_000_000
-# Holds the pid of the daemon it last started (empty for the moment before the start).
-SPAWN_STAMP = "daemon.spawned"
-RESPAWN_S = 60.0
 # A longer "cwd" in the stdin JSON is no path (PATH_MAX is 4,096 on Linux): use our own.
 MAX_PATH_CHARS = 4096
 # Waiting for a starting daemon: how often a socket not yet bound is tried again; how
 # long before the hook's deadline the daemon answers "still starting" (so that its
-# answer, not a socket timeout, says what happened); how long an empty spawn stamp
-# (a daemon being started this moment) counts as one on its way up.
+# answer, not a socket timeout, says what happened).
 POLL_S = 0.05
 ANSWER_MARGIN_S = 0.15
-LAUNCH_GRACE_S = 1.0
 # Stdin past this is no hook input (a 5 MB prompt is fine); reading on would only cost memory.
 MAX_STDIN_BYTES = 64 * 1024 * 1024
 # However late the hook started, stdin gets at least this long: Claude Code writes it at
 # once, but a large one comes in pipe-sized pieces that each need its writer to run.
 STDIN_GRACE_S = 0.1
-# The run folder's disk must have this much room before a daemon is started again (a
-# daemon start needs a pid file and log lines; on a full disk it would only die again).
-MIN_FREE_BYTES = 1024 * 1024
 
 _STARTED = time.perf_counter()
-# The daemon this process started, if any: whether it still runs is asked of it,
-# not of its pid (a child that died is a zombie, and kill(pid, 0) finds it alive).
-SPAWNED: list[object] = []
 
 
 def _log(home: str, **fields: object) -> None:
@@ -125,111 +114,17 @@ def _log(home: str, **fields: object) -> None:
         pass  # a log that cannot be written must not cost the user anything
 
 
-def _daemon_alive(run: str) -> bool:
-    """Whether a daemon process owns ``run`` (it may still be loading the model)."""
-    try:
-        with open(os.path.join(run, PID_NAME)) as fh:
-            pid = int(fh.read().strip())
-        if os.name == "nt":
-            return False  # no cheap liveness probe; the daemon's lock stops doubles
-        os.kill(pid, 0)
-        return True
-    except (OSError, ValueError):
-        return False
-
-
-def _disk_full(folder: str) -> bool:
-    """Whether the disk holding ``folder`` has less than :data:`MIN_FREE_BYTES` left."""
-    statvfs = getattr(os, "statvfs", None)
-    if statvfs is None:
-        return False  # Windows: no cheap probe; the stamp alone paces the starts
-    try:
-        st = statvfs(folder)
-    except OSError:
-        return False
-    return bool(st.f_bavail * st.f_frsize < MIN_FREE_BYTES)
-
-
 def allow_respawn(home: str) -> None:
     """Let the next hook start a daemon at once (a daemon that died of a full disk calls this).
 
     Dates the stamp back rather than removing it or writing to it: changing a
     file's times needs no room on the disk. The hook then waits for room
-    (:func:`_disk_full`), not for :data:`RESPAWN_S`.
+    (:mod:`.spawn`), not for its minute.
     """
     try:  # noqa: SIM105 - contextlib would be one more import on every hook call
         os.utime(os.path.join(home, "run", SPAWN_STAMP), (0, 0))
     except OSError:
         pass  # no stamp: nothing holds the next start back
-
-
-def _may_spawn(run: str) -> bool:
-    """At most one daemon start per :data:`RESPAWN_S`: no crash loop.
-
-    A daemon that cannot start (a model that is not installed, a broken
-    config) exits; without this stamp every message would start another one
-    and burn seconds of CPU loading torch each time. A full disk starts none
-    (it would die at once), whatever the stamp says.
-    """
-    stamp = os.path.join(run, SPAWN_STAMP)
-    try:
-        if time.time() - os.stat(stamp).st_mtime < RESPAWN_S:
-            return False
-    except OSError:
-        pass
-    if _disk_full(run if os.path.isdir(run) else os.path.dirname(run)):
-        return False
-    try:
-        os.makedirs(run, mode=0o700, exist_ok=True)
-        os.close(os.open(stamp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600))
-        os.utime(stamp)
-    except OSError:
-        return False  # a run folder we cannot write: no daemon could live there either
-    return True
-
-
-def start_daemon(home: str) -> bool:
-    """Start the daemon detached in the background; False when one is already starting.
-
-    A second daemon started by a racing hook exits at once (the daemon's lock).
-    """
-    run = os.path.join(home, "run")
-    if _daemon_alive(run) or not _may_spawn(run):
-        return False
-    import subprocess
-
-    env = dict(os.environ)
-    # The hook may run under `python -I -S` from a launcher; give the daemon the
-    # same package folder, ahead of whatever site-packages hold.
-    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH", "")) if p)
-    env["PRECEDENTS_HOME"] = home
-    kwargs: dict[str, object] = {}
-    if os.name == "nt":
-        kwargs["creationflags"] = 0x00000008 | 0x00000200 | 0x08000000  # detached, group, no window
-    else:
-        kwargs["start_new_session"] = True
-    child = subprocess.Popen(
-        [sys.executable, "-m", "precedents.query_daemon"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        close_fds=True,
-        cwd=home if os.path.isdir(home) else None,
-        env=env,
-        **kwargs,  # type: ignore[call-overload]
-    )
-    SPAWNED.append(child)
-    # The stamp says which daemon is on its way up, for hooks that come while it starts.
-    try:
-        fd = os.open(os.path.join(run, SPAWN_STAMP), os.O_WRONLY | os.O_TRUNC)
-        try:
-            os.write(fd, b"%d\n" % child.pid)
-        finally:
-            os.close(fd)
-    except OSError:
-        pass  # an empty stamp says "starting" for a moment; the pid file says it after
-    return True
 
 
 def _parse_args(argv: list[str]) -> tuple[str, float | None, float | None]:
@@ -391,7 +286,7 @@ def _first_budget(first_ms: float | None, warm: float) -> float:
 
 def request_for(
     data: dict[str, object], mode: str, cwd: str
-) -> tuple[str, dict[str, object] | None, str]:
+) -> tuple[str, HookRequest | None, str]:
     """The daemon request for one hook input (this hook's and the HTTP listener's):
     (kind: "prompt" | "file" | "session", the request or None, why there is none:
     "bad-input", "short" or "no-path"). The event on stdin beats the ``mode``."""
@@ -414,7 +309,7 @@ def request_for(
     prompt = clip_prompt(prompt)
     if len(prompt.strip()) < MIN_PROMPT_CHARS:
         return kind, None, "short"
-    request: dict[str, object] = {
+    request: HookRequest = {
         "op": "context",
         "prompt": prompt,
         "cwd": cwd,
@@ -433,95 +328,65 @@ def _left(budget: float) -> float:
 
 
 def _ask(
-    request: dict[str, object], home: str, warm: float, first: float, fields: dict[str, object]
-) -> dict[str, object]:
+    request: HookRequest, home: str, warm: float, first: float, fields: dict[str, object]
+) -> HookAnswer:
     """The daemon's answer: within ``warm`` seconds of the hook's start from a daemon that
     is up; within ``first`` from one that is starting, or down and started here.
 
-    Raises :class:`Unavailable`. Adds ``started_daemon`` to ``fields`` when the
-    daemon was down, and ``waited`` when a starting daemon was waited for.
+    Raises :class:`Unavailable` and :class:`Refused`. Adds ``started_daemon`` to
+    ``fields`` when the daemon was down, and ``waited`` when a starting daemon was
+    waited for.
     """
     run = os.path.join(home, "run")
+    client = DaemonClient(run)
     if not os.path.exists(os.path.join(run, STARTING_MARK)):
         try:
-            answer = ask(request, _left(warm), run)
+            return client.hook(request, _left(warm))
         except Unavailable as exc:
-            if exc.why != "down":
+            if exc.why == "timeout":
                 raise
-            if _listening(run):
-                raise  # something answers there, but not as a daemon does
-            fields["started_daemon"] = start_daemon(home)
-            if not fields["started_daemon"] and not _coming_up(run):
-                raise
-        else:
-            if not answer.get("starting"):
-                return answer
+            if exc.why == "down":  # else "starting": wait for it below
+                if client.listening(POLL_S):
+                    raise  # something answers there, but not as a daemon does
+                from precedents.hook.spawn import coming_up, start_daemon
+
+                fields["started_daemon"] = start_daemon(home)
+                if not fields["started_daemon"] and not coming_up(run):
+                    raise
     fields["waited"] = True
     try:
-        return _ask_waiting(request, run, lambda: _left(first))
+        return _ask_waiting(client, request, lambda: _left(first))
     except Unavailable as exc:
         # A mark left by a daemon that was killed while it loaded: start one now.
-        if exc.why != "down" or "started_daemon" in fields or _listening(run):
+        if exc.why != "down" or "started_daemon" in fields or client.listening(POLL_S):
             raise
+        from precedents.hook.spawn import start_daemon
+
         fields["started_daemon"] = start_daemon(home)
         if not fields["started_daemon"]:
             raise
-        return _ask_waiting(request, run, lambda: _left(first))
+        return _ask_waiting(client, request, lambda: _left(first))
 
 
 def _ask_waiting(
-    request: dict[str, object], run: str, left: Callable[[], float]
-) -> dict[str, object]:
+    client: DaemonClient, request: HookRequest, left: Callable[[], float]
+) -> HookAnswer:
     """``request``'s answer from a starting daemon within ``left()`` seconds: the daemon
     holds it until its model is loaded (``wait_ms``); while no daemon listens yet and
-    one is :func:`_coming_up`, asked again. Raises :class:`Unavailable`."""
+    one is coming up (:func:`.spawn.coming_up`), asked again. Raises :class:`Unavailable`."""
     while True:
         budget = left()
         wait_ms = round(max(budget - ANSWER_MARGIN_S, 0.0) * 1000)
         try:
-            return ask({**request, "wait_ms": wait_ms}, budget, run)
+            return client.hook(request, budget, wait_ms)
         except Unavailable as exc:
-            if exc.why != "down" or left() <= POLL_S or not _coming_up(run):
+            if exc.why != "down" or left() <= POLL_S:
+                raise
+            from precedents.hook.spawn import coming_up
+
+            if not coming_up(client.run):
                 raise
         time.sleep(POLL_S)
-
-
-def _coming_up(run: str) -> bool:
-    """Whether a daemon for ``run`` is alive or on its way up: the one this process
-    started still runs, a live process holds the pid file, or the spawn stamp names a
-    live process (empty: one is being started this moment)."""
-    for child in SPAWNED:
-        if child.poll() is None:  # type: ignore[attr-defined]
-            return True
-    if _daemon_alive(run):
-        return True
-    stamp = os.path.join(run, SPAWN_STAMP)
-    try:
-        age = time.time() - os.stat(stamp).st_mtime
-        with open(stamp, "rb") as fh:
-            text = fh.read(32).strip()
-    except OSError:
-        return False
-    if not text:
-        return 0 <= age < LAUNCH_GRACE_S
-    # This process's own child was asked above: its pid may be a zombie's by now.
-    if SPAWNED or not 0 <= age < RESPAWN_S or os.name == "nt":
-        return False
-    try:
-        os.kill(int(text), 0)
-    except (OSError, ValueError):
-        return False
-    return True
-
-
-def _listening(run: str) -> bool:
-    """Whether something accepts connections at the daemon's address."""
-    try:
-        sock, _ = _connect(run, POLL_S, USE_TCP)
-    except Unavailable:
-        return False
-    sock.close()
-    return True
 
 
 def _call(
@@ -552,16 +417,16 @@ def _call(
     request["rid"] = fields["rid"] = os.urandom(6).hex()
     try:
         answer = _ask(request, home, budget, _first_budget(first_ms, budget), fields)
-    except Unavailable as exc:
+    except Unavailable as exc:  # "starting" included: nothing was searched in time
         fields["outcome"] = exc.why
         return None
-    context = answer.get("context") if answer.get("ok") else None
+    except Refused as exc:
+        fields["outcome"] = "error"
+        fields["daemon_error"] = exc.error[:40]  # the daemon's words
+        return None
+    context = answer.get("context")
     if not isinstance(context, str) or not context:
-        fields["outcome"] = (
-            "starting" if answer.get("starting") else ("none" if answer.get("ok") else "error")
-        )
-        if not answer.get("ok"):
-            fields["daemon_error"] = str(answer.get("error"))[:40]  # the daemon's words
+        fields["outcome"] = "none"
         return None
     line = hook_output(context, EVENTS_OUT[kind])
     fields.update(outcome="injected", bytes=len(line.encode("utf-8")) + 1)

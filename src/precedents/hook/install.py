@@ -29,6 +29,9 @@ no shell, no console-script wrapper, no site-packages scan on the hot path.
   hooks for SessionStart (checked in 2.1.332), and that hook is also what
   starts the daemon when it is down. Our http entries are recognised by their
   token header, so switching forms replaces the old entries.
+
+:func:`install_hook` is the whole command (``api.install_hook``): which file,
+the budgets and the http setup from the settings, and what to tell the user.
 """
 
 from __future__ import annotations
@@ -43,9 +46,12 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from precedents.errors import UsageError
+
+if TYPE_CHECKING:
+    from precedents.config import Settings
 
 EVENTS = {"UserPromptSubmit": "prompt", "SessionStart": "session", "PreToolUse": "file"}
 # The tools that touch one file (docs/rules.md): their PreToolUse gets the file's rules.
@@ -332,3 +338,112 @@ def check_http_support(claude: str | None = None) -> tuple[int, ...]:
             f"(they need {need} or later); install without --http"
         )
     return version
+
+
+@dataclass
+class HookSetup:
+    """What `install-hook` did: the settings file's report, and what to tell the user."""
+
+    settings: Settings
+    report: InstallReport
+    warnings: list[str]  # first, on stderr: hooks that would run twice
+    url: str | None = None  # the http hook's URL, when installed as one
+
+    def message(self) -> str:
+        """The one line that says what was done."""
+        report, path = self.report, self.report.path
+        kind = "http" if report.http else "exec" if report.exec_form else "shell"
+        return {
+            "installed": f"hooks registered in {path} ({kind} form)",
+            "unchanged": f"hooks already registered in {path}",
+            "uninstalled": f"removed {report.removed} precedents hook(s) from {path}",
+            "absent": f"no precedents hooks in {path}",
+        }[report.action]
+
+    def http_notes(self) -> list[str]:
+        """What the user still has to do for the http hook: the token in Claude Code's
+        environment, a daemon restart. Looked up when asked (it probes the port)."""
+        if self.url is None:
+            return []
+        import socket
+
+        from precedents.config import HTTP_TOKEN_ENV, exported_http_token
+        from precedents.query_daemon.http import ensure_secret, secret_path
+        from precedents.query_daemon.server import status as server_status
+
+        home, notes = self.settings.home, []
+        if exported_http_token() != ensure_secret(home):
+            notes.append(
+                f"note: Claude Code must see {HTTP_TOKEN_ENV}; add to your shell profile "
+                f'(the secret stays in its 0600 file): export {HTTP_TOKEN_ENV}="$(cat '
+                f'{shlex.quote(str(secret_path(home)))})"'
+            )
+        port = int(self.url.rsplit(":", 1)[1].split("/", 1)[0])
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.settimeout(0.5)
+            listening = probe.connect_ex(("127.0.0.1", port)) == 0
+        if not listening and server_status(self.settings.run_dir)["running"]:
+            notes.append(
+                "note: the running daemon has no HTTP listener yet; restart it "
+                "(`precedents serve --stop`; the next session's hook starts it again)"
+            )
+        return notes
+
+
+def install_hook(
+    settings: Settings,
+    *,
+    project: Path | None = None,
+    shared: bool = False,
+    uninstall: bool = False,
+    form: str = "auto",
+    http: bool = False,
+) -> HookSetup:
+    """`install-hook`: the hooks in the settings file :func:`settings_path` picks, with the
+    budgets the settings hold (only those other than the hook's defaults go into its
+    arguments); ``form``: auto (ask ``claude --version``), exec or shell; ``http``: the
+    prompt hook as an http hook to the daemon (``http_port`` picked and recorded in
+    config.toml when unset, the secret created when missing)."""
+    from precedents.hook.core import FIRST_BUDGET_MS, PROMPT_BUDGET_MS
+
+    path = settings_path(project, settings.claude_dir, shared=shared)
+    budget, first = settings.hook_budget_ms, settings.first_prompt_budget_ms
+    url = None
+    if http and not uninstall:
+        check_http_support()  # before anything is written
+        url = _http_setup(settings)
+    report = install(
+        path,
+        uninstall=uninstall,
+        exec_form=None if form == "auto" else form == "exec",
+        budget_ms=None if budget == PROMPT_BUDGET_MS else budget,
+        http_url=url,
+        first_budget_ms=None if first == FIRST_BUDGET_MS else first,
+    )
+    warnings = []
+    if report.action == "installed" and plugin_enabled(settings.claude_dir):
+        warnings.append(
+            "note: the precedents plugin is enabled too; its hooks and these would both run "
+            "(keep one: `precedents install-hook --uninstall` or `/plugin disable precedents`)"
+        )
+    committed = path.with_name("settings.json")
+    if report.action == "installed" and committed != path and has_ours(committed):
+        warnings.append(
+            f"note: {committed} still holds precedents hooks from an earlier install "
+            "(remove them: `precedents install-hook --project DIR --shared --uninstall`)"
+        )
+    return HookSetup(settings, report, warnings, url)
+
+
+def _http_setup(settings: Settings) -> str:
+    """The http hook's URL: ``http_port`` (picked and recorded in config.toml when unset);
+    the per-install secret is created if missing."""
+    from precedents.config import CONFIG_FILE, record_http_port
+    from precedents.query_daemon.http import ensure_secret, hook_url, pick_port
+
+    port = settings.http_port
+    if not port:
+        port = pick_port()
+        record_http_port(settings.home / CONFIG_FILE, port)
+    ensure_secret(settings.home)
+    return hook_url(port)

@@ -40,7 +40,7 @@ from precedents.ingest.sources import Problem, SourceFile, Walk
 from precedents.kinds import KINDS, Kind
 from precedents.models.embedding import Embedder, canonical_model_id, load_embedder
 from precedents.models.language import is_english
-from precedents.models.multilingual import load_second_model
+from precedents.models.multilingual import load_multilingual_model
 from precedents.rules.formats import classify, format_in_path
 from precedents.rules.scope import named_scope, rule_scope
 from precedents.runlock import WriterLock
@@ -55,7 +55,7 @@ EMBED_BATCH = 64
 # Bump when parsing or chunking changes what is stored for an unchanged file: the
 # next full pass (reindex, the watcher's start) then re-reads every file.
 # 2: Cursor-style front matter (`globs: **/*.ts`) read as Cursor reads it.
-# 3: documents not written in English also get multilingual vectors (store/second.py).
+# 3: documents not written in English also get multilingual vectors (store/multilingual.py).
 # 4: every record gets its file scope (rules/scope.py): a rule's, the files a note names.
 # 5: secrets masked by context (passphrases after "password is", connection strings,
 #    command lines) and, in conversations, wherever a value found once recurs; files
@@ -132,10 +132,9 @@ def index_note(settings: Settings, model: Embedder, path: Path, project: str) ->
 def lazy_store(settings: Settings, index_dir: Path | None = None) -> LazyStore[Embedder]:
     """The store of ``settings``' model (at ``index_dir``, default the index), opened
     without loading the model when it can be."""
+    spec = settings.model_spec()
     return LazyStore(
-        index_dir or settings.index_dir,
-        canonical_model_id(settings.model),
-        lambda: load_embedder(settings.model, settings.device),
+        index_dir or settings.index_dir, canonical_model_id(spec), lambda: load_embedder(spec)
     )
 
 
@@ -167,7 +166,7 @@ class Indexer:
         self._embedder = embedder
         self._adr_graphs: dict[Path, object] = {}
         self.model_seconds = 0.0
-        self._second: Embedder | None = None
+        self._multilingual: Embedder | None = None
 
     @property
     def embedder(self) -> Embedder:
@@ -438,10 +437,10 @@ class Indexer:
             n = len(p.chunks)
             items.append((p.file, p.doc, p.chunks, vectors[offset : offset + n]))
             offset += n
-        self.store.replace_documents(items, self._second_vectors(pending))
+        self.store.replace_documents(items, self._multilingual_vectors(pending))
         report.chunks_embedded += len(texts)
 
-    def _second_vectors(self, pending: list[Prepared]) -> dict[str, NDArray[np.float32]]:
+    def _multilingual_vectors(self, pending: list[Prepared]) -> dict[str, NDArray[np.float32]]:
         """Multilingual vectors for the documents not written in English, by path.
 
         The default model reads English only (precedents/recall/multilingual.py);
@@ -451,13 +450,13 @@ class Indexer:
         for p in pending:
             if p.doc is None or not p.chunks or is_english("\n".join(p.chunks)):
                 continue
-            if self._second is None:
+            if self._multilingual is None:
                 try:
-                    self._second = load_second_model()
+                    self._multilingual = load_multilingual_model(self.settings.model_spec())
                 except ModelError as exc:
                     log.warning("%s: indexed for English only (%s)", p.doc.path, exc)
                     return out
-            out[p.doc.path] = self._second.encode_passages(p.chunks)
+            out[p.doc.path] = self._multilingual.encode_passages(p.chunks)
         return out
 
     def _embed(self, texts: list[str]) -> NDArray[np.float32]:

@@ -9,51 +9,22 @@ data, never instructions (docs/adr-graph.md, "Output is inert").
 from __future__ import annotations
 
 import functools
-import time
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
-from precedents import api, protocol
-from precedents.adr_graph import build_graph, default_adr_dir
-from precedents.adr_graph.view import AdrView
+from precedents import api
 from precedents.config import Settings, load_settings
 from precedents.errors import PrecedentsError, UsageError
-from precedents.ingest.sources import project_root
-from precedents.kinds import git_root
 from precedents.mcp.transport import stdio_transport
-from precedents.secrets.mask import mask_secrets
 
-# How long a tool call waits for a daemon it just started (the model loads in seconds).
-START_WAIT_S = 30.0
-ASK_S = 10.0
+if TYPE_CHECKING:
+    from precedents.adr_graph.view import AdrView
+
 MAX_K = 50
 MAX_PATH_CHARS = 4096
 MAX_WORDS = 64
-
-
-def _ready(settings: Settings) -> bool:
-    try:
-        return bool(protocol.ask({"op": "ping"}, 2.0, str(settings.run_dir)).get("ready"))
-    except protocol.Unavailable:
-        return False
-
-
-def ensure_daemon(settings: Settings, wait_s: float = START_WAIT_S) -> bool:
-    """A ready daemon, started in the background when none runs (as the hook does)."""
-    if _ready(settings):
-        return True
-    from precedents.hook.core import start_daemon
-
-    start_daemon(str(settings.home))
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        if _ready(settings):
-            return True
-        time.sleep(0.2)
-    return False
 
 
 def _path_arg(name: str, value: str) -> str:
@@ -64,69 +35,19 @@ def _path_arg(name: str, value: str) -> str:
 
 
 def recall(settings: Settings, query: str, project: str | None, k: int) -> dict[str, Any]:
-    """What the hook would inject for ``query`` in ``project``, and the ranked records."""
+    """What the hook would inject for ``query`` in ``project``, and the ranked records
+    (one round trip to the daemon: :func:`precedents.api.recall`)."""
     if not query.strip():
         raise ToolError("query is empty")
     if not 1 <= k <= MAX_K:
         raise ToolError(f"k must be between 1 and {MAX_K}")
-    # As the hook does: the model reads no more than the start of a long text.
-    query = protocol.clip_prompt(query)
-    root = project_root(_path_arg("project", project) if project else Path.cwd())
-    injected = None
-    if ensure_daemon(settings):
-        try:
-            answer = protocol.ask(
-                {"op": "context", "prompt": query, "cwd": root}, ASK_S, str(settings.run_dir)
-            )
-            injected = answer.get("context") if answer.get("ok") else None
-        except protocol.Unavailable:
-            injected = None
-    else:
-        injected = api.auto_context(settings, query, project=root)
-    ranked = api.query(settings, query, project=root, k=k)
-    return {
-        "project": root,
-        "injected": injected,  # the hook's lines: marks, successors, byte cap
-        "records": ranked["results"],  # ranked, each ADR with its mark (naming its successor)
-        "via": ranked["via"],
-    }
-
-
-def adr_roots(settings: Settings, cwd: Path) -> list[Path]:
-    """The folders the ADR tools may read: the server's project (its git root) and the
-    configured ADR folders and repositories, symlinks resolved.
-
-    A "project" that is the filesystem root or the home folder (a server started
-    outside any repository) is no project: it would open everything again.
-    """
-    roots = [Path(p).expanduser().resolve() for p in (*settings.adrs, *settings.repos)]
-    project = git_root(cwd).resolve()
-    if project != Path(project.anchor) and project != Path.home().resolve():
-        roots.append(project)
-    return roots
-
-
-def adr_folder(settings: Settings, folder: str | None, cwd: Path | None = None) -> Path:
-    """The ADR folder a tool call reads: ``folder`` when it lies inside :func:`adr_roots`,
-    else the project's default one. Raises :class:`UsageError` for any other place."""
-    cwd = cwd or Path.cwd()
-    if not folder:
-        return default_adr_dir(cwd, settings.adrs)
-    target = Path(_path_arg("dir", folder)).expanduser()
-    real = (target if target.is_absolute() else cwd / target).resolve()
-    roots = adr_roots(settings, cwd)
-    if any(real == root or root in real.parents for root in roots):
-        return real
-    allowed = ", ".join(str(r) for r in roots) or "none (no project here, none configured)"
-    raise UsageError(
-        f"dir {folder[:200]!r} is outside the project and the configured ADR folders "
-        f"(allowed: {allowed})"
-    )
+    return dict(api.recall(settings, query, _path_arg("project", project) if project else None, k))
 
 
 def _view(settings: Settings, folder: str | None) -> AdrView:
-    graph = build_graph(adr_folder(settings, folder), settings.cache_dir / "adr", mask_secrets)
-    return AdrView(graph)
+    """The ADR graph an agent asked for, confined to the project and the configured ADR
+    folders (:func:`precedents.api.adr_graph`)."""
+    return api.adr_view(settings, folder, confined=True)
 
 
 class _StdioServer(MCPServer):

@@ -1,3 +1,3 @@
 """The embedding models: which one, how it loads (sentence-transformers, ONNX variants by CPU),
-the multilingual second model.
+the multilingual model.
 """

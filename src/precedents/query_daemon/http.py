@@ -48,6 +48,7 @@ from precedents import protocol
 from precedents.hook.core import EVENTS_OUT
 from precedents.hook.core import request_for as hook_request
 from precedents.protocol import PROTOCOL_VERSION, hook_output
+from precedents.query_daemon.ops import Reply, Request
 
 log = logging.getLogger("precedents.daemon.http")
 
@@ -78,7 +79,7 @@ EVENT_OF_OP = {
     "session": EVENTS_OUT["session"],
 }
 
-Dispatch = Callable[[dict[str, Any]], dict[str, Any]]
+Dispatch = Callable[[Request], Reply]
 
 
 def secret_path(home: Path) -> Path:
@@ -108,7 +109,7 @@ def ensure_secret(home: Path) -> str:
     return value
 
 
-def request_for(data: dict[str, Any]) -> dict[str, Any] | str | None:
+def request_for(data: dict[str, Any]) -> dict[str, object] | str | None:
     """The daemon request for a hook input, built as the command hook builds it.
 
     Returns the request; None when there is nothing to ask (a short prompt, a
@@ -299,9 +300,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         body = "{}"
         if request is not None:
-            answer = self.server.dispatch(request)
-            context = answer.get("context") if answer.get("ok") else None
-            if isinstance(context, str) and context:
+            context = self.server.dispatch(request).context
+            if context:
                 body = hook_output(context, EVENT_OF_OP[str(request["op"])])
         self._send(200, body.encode("utf-8"))
 

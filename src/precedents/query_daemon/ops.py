@@ -1,13 +1,16 @@
 """What the daemon answers, op by op (the socket and HTTP transports both call here).
 
-Ops: ``ping`` (at once, even while loading), ``stop``, ``context`` (the
+Ops (:data:`precedents.protocol.Op`), each one handler in :data:`HANDLERS`:
+``ping`` (at once, even while loading), ``stop``, ``context`` (the
 UserPromptSubmit hook), ``file`` (the PreToolUse hook of the file tools),
 ``session`` (SessionStart), ``query`` (`precedents query`), ``status``
-(`precedents status`) and ``index`` (`remember`). The log records ids, sizes,
-scores and timings, never a prompt's text; for ``file``, the project and the
-records given, never the file's path (it may name what the user works on).
-A hook's request id (``rid``: random, it says nothing of the prompt) is logged
-with the answer, so that `why` can tell what the hook did with it.
+(`precedents status`), ``index`` (`remember`) and ``recall`` (the MCP tool:
+``context`` and ``query`` in one round trip, each logged as itself). The log
+records ids, sizes, scores and timings, never a prompt's text; for ``file``,
+the project and the records given, never the file's path (it may name what the
+user works on). A hook's request id (``rid``: random, it says nothing of the
+prompt) is logged with the answer, so that `why` can tell what the hook did
+with it.
 
 A hook question may carry ``wait_ms``: while the model is loading, the answer
 waits for it that long (at most :data:`MAX_WAIT_MS`) instead of saying
@@ -21,27 +24,63 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from precedents import __version__
 from precedents.config import Settings
 from precedents.kinds import git_root
 
+if TYPE_CHECKING:
+    from precedents.protocol import Answer, Failure, HookAnswer, Op, QueryAnswer
+    from precedents.recall.answer import Answer as Decision
+    from precedents.recall.core import Recall
+
 log = logging.getLogger("precedents.daemon")
 
 # However long a client asks to wait for the model: no thread is held longer.
 MAX_WAIT_MS = 60_000.0
-# The key of an answer under which the transport finds what the answer gives a session
-# (session id, request id, paths), to take it back if the answer cannot be sent.
-GIVEN = "_given"
+
+# A request as it came off the wire: every field is checked before it is used.
+Request = Mapping[str, object]
+
+
+class Given(NamedTuple):
+    """What a hook answer gave a session: taken back if the answer cannot be sent."""
+
+    session: str
+    rid: str
+    paths: tuple[str, ...]
+
+
+class Reply(NamedTuple):
+    """An op's answer (what goes on the wire) and what it gave a session, if anything."""
+
+    answer: Answer
+    given: Given | None = None
+
+    @property
+    def context(self) -> str | None:
+        """The text a hook answer brings; None for a failure, nothing found, or another op."""
+        context = self.answer.get("context")
+        return context if self.answer["ok"] and isinstance(context, str) else None
+
+
+class _Asked(NamedTuple):
+    """A hook question the loaded model can answer."""
+
+    recall: Recall
+    cwd: str
+    session: str
+    rid: dict[str, str]
 
 
 class Answers:
     """The ops, as a part of :class:`~precedents.query_daemon.server.Daemon`."""
 
     settings: Settings
-    recall: Any  # recall.Recall once loaded, None before
+    recall: Recall | None  # once loaded
     _last_question: float
     _loaded: threading.Event  # set when the load is over (done or failed) or on stop
     _stop: threading.Event
@@ -50,86 +89,108 @@ class Answers:
         """Ask the daemon to exit."""
         raise NotImplementedError
 
-    def _dispatch(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _dispatch(self, request: Request) -> Reply:
         op = request.get("op")
-        if op == "ping":
-            return {
+        # Any string may come: .get finds no handler for one that is not an Op.
+        handler = HANDLERS.get(cast("Op", op)) if isinstance(op, str) else None
+        if handler is None:
+            return Reply({"ok": False, "error": f"unknown op {op!r}"})
+        return handler(self, request)
+
+    def _ping(self, request: Request) -> Reply:
+        return Reply(
+            {
                 "ok": True,
                 "pid": os.getpid(),
                 "version": __version__,
                 "ready": self.recall is not None,
                 "model": self.settings.model,
             }
-        if op == "stop":
-            self.stop("asked to stop")
-            return {"ok": True}
-        if op == "query":
-            return self._query(request)
-        if op == "status":
-            summary = self.recall.summary() if self.recall is not None else None
-            return {"ok": summary is not None, "summary": summary}
-        if op == "index":
-            return self._index(request)
-        if op not in ("context", "session", "file"):
-            return {"ok": False, "error": f"unknown op {op!r}"}
+        )
+
+    def _stop_op(self, request: Request) -> Reply:
+        self.stop("asked to stop")
+        return Reply({"ok": True})
+
+    def _status(self, request: Request) -> Reply:
+        summary = self.recall.summary() if self.recall is not None else None
+        return Reply({"ok": summary is not None, "summary": summary})
+
+    def _asked(self, op: str, request: Request) -> _Asked | Reply:
+        """What the hook ops share: a cwd, the request id, a model still loading (waited
+        for up to ``wait_ms``); the question, or the answer when it cannot be asked."""
         self._last_question = time.monotonic()
         cwd = request.get("cwd")
         if not isinstance(cwd, str) or not cwd:
-            return {"ok": False, "error": "cwd missing"}
+            return Reply({"ok": False, "error": "cwd missing"})
         rid = {"rid": _text(request.get("rid"), 32)} if request.get("rid") else {}
         if self.recall is None:
             self._wait_for_load(request.get("wait_ms"))
         if self.recall is None:
-            return self._starting(op, cwd, rid)
-        session = _text(request.get("session_id"))
-        if op == "session":
-            started = time.perf_counter()
-            text = self.recall.session_context(cwd, session=session)
-            log.info(
-                "answer %s",
-                json.dumps(
-                    {
-                        "op": op,
-                        "project": str(git_root(cwd)),
-                        "bytes": len(text.encode()) if text else 0,
-                        "ms": round((time.perf_counter() - started) * 1000, 1),
-                        **rid,
-                    }
-                ),
-            )
-            return {"ok": True, "context": text}
-        if op == "file":
-            path = request.get("path")
-            if not isinstance(path, str) or not path:
-                return {"ok": False, "error": "path missing"}
-            answer = self.recall.file_context(cwd, path, session=session)
-            log.info("answer %s", json.dumps({"op": op, **answer.log_fields(), **rid}))
-            return {"ok": True, "context": answer.context, **_given(session, rid, answer)}
+            return Reply(self._starting(op, cwd, rid))
+        return _Asked(self.recall, cwd, _text(request.get("session_id")), rid)
+
+    def _session(self, request: Request) -> Reply:
+        asked = self._asked("session", request)
+        if isinstance(asked, Reply):
+            return asked
+        started = time.perf_counter()
+        text = asked.recall.session_context(asked.cwd, session=asked.session)
+        log.info(
+            "answer %s",
+            json.dumps(
+                {
+                    "op": "session",
+                    "project": str(git_root(asked.cwd)),
+                    "bytes": len(text.encode()) if text else 0,
+                    "ms": round((time.perf_counter() - started) * 1000, 1),
+                    **asked.rid,
+                }
+            ),
+        )
+        return Reply({"ok": True, "context": text})
+
+    def _file(self, request: Request) -> Reply:
+        asked = self._asked("file", request)
+        if isinstance(asked, Reply):
+            return asked
+        path = request.get("path")
+        if not isinstance(path, str) or not path:
+            return Reply({"ok": False, "error": "path missing"})
+        answer = asked.recall.file_context(asked.cwd, path, session=asked.session)
+        log.info("answer %s", json.dumps({"op": "file", **answer.log_fields(), **asked.rid}))
+        return _hook_reply(answer, asked)
+
+    def _context(self, request: Request) -> Reply:
+        asked = self._asked("context", request)
+        if isinstance(asked, Reply):
+            return asked
         prompt = request.get("prompt")
         if not isinstance(prompt, str):
-            return {"ok": False, "error": "prompt missing"}
+            return Reply({"ok": False, "error": "prompt missing"})
         transcript = _text(request.get("transcript_path"))
-        answer = self.recall.context(prompt, cwd, session=session, transcript=transcript)
+        answer = asked.recall.context(
+            prompt, asked.cwd, session=asked.session, transcript=transcript
+        )
         # Ids, bytes, scores, timings and the prompt's length only: never its text.
-        fields = {"op": op, "chars": len(prompt), **answer.log_fields(), **rid}
+        fields = {"op": "context", "chars": len(prompt), **answer.log_fields(), **asked.rid}
         log.info("answer %s", json.dumps(fields))
-        return {"ok": True, "context": answer.context, **_given(session, rid, answer)}
+        return _hook_reply(answer, asked)
 
-    def take_back(self, given: object) -> None:
+    def take_back(self, given: Given | None) -> None:
         """An answer that could not be sent (its hook had given up): its records are not
         the session's, and the log says it was not delivered (`why` reads that too)."""
-        if not isinstance(given, tuple) or self.recall is None:
+        if given is None or self.recall is None:
             return
-        session, rid, paths = given
-        self.recall.sessions.take_back(session, paths)
-        log.info("undelivered %s", json.dumps({"rid": rid, "records": len(paths)}))
+        self.recall.sessions.take_back(given.session, given.paths)
+        log.info("undelivered %s", json.dumps({"rid": given.rid, "records": len(given.paths)}))
 
     def _wait_for_load(self, wait_ms: object) -> None:
         """Hold a hook question that came before the model was loaded, up to ``wait_ms``."""
         if isinstance(wait_ms, int | float) and not isinstance(wait_ms, bool) and wait_ms > 0:
             self._loaded.wait(min(float(wait_ms), MAX_WAIT_MS) / 1000)
 
-    def _starting(self, op: str, cwd: str, rid: dict[str, str]) -> dict[str, Any]:
+    def _starting(self, op: str, cwd: str, rid: dict[str, str]) -> HookAnswer | Failure:
         """The answer while the model is not loaded: "starting" (or "stopping": the load
         failed, or the daemon is on its way out)."""
         # The project, so that `why` of that project lists the prompt that got nothing.
@@ -139,7 +200,10 @@ class Answers:
             return {"ok": False, "error": "stopping"}
         return {"ok": True, "context": None, "starting": True}
 
-    def _query(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _query(self, request: Request) -> Reply:
+        return Reply(self._ranked(request))
+
+    def _ranked(self, request: Request) -> QueryAnswer | Failure:
         """`precedents query` through the warm model: ranked records, as the CLI prints them."""
         text, project, k = request.get("text"), request.get("project"), request.get("k", 5)
         if not isinstance(text, str) or not isinstance(k, int) or k < 1:
@@ -153,16 +217,40 @@ class Answers:
         answer = self.recall.query(text, project, min(k, 100))
         ms = round((time.perf_counter() - started) * 1000, 1)
         log.info("answer %s", json.dumps({"op": "query", "chars": len(text), "ms": ms}))
-        return {"ok": True, **answer}
+        return {"ok": True, "project": answer["project"], "results": answer["results"]}
 
-    def _index(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _recall(self, request: Request) -> Reply:
+        """The MCP `recall` tool in one round trip: what ``context`` answers for the prompt
+        (no session: the tool is no hook) and what ``query`` answers, each logged as itself."""
+        prompt, cwd, k = request.get("prompt"), request.get("cwd"), request.get("k", 5)
+        if not isinstance(k, int) or k < 1:
+            return Reply({"ok": False, "error": "text and k missing"})
+        if self.recall is None:
+            return Reply({"ok": False, "error": "starting"})
+        hook = self._context({"op": "context", "prompt": prompt, "cwd": cwd})
+        if not hook.answer["ok"]:
+            return hook
+        ranked = self._ranked({"text": prompt, "project": cwd, "k": k})
+        if ranked["ok"] is False:
+            return Reply(ranked, hook.given)
+        return Reply(
+            {
+                "ok": True,
+                "context": hook.context,
+                "project": ranked["project"],
+                "results": ranked["results"],
+            },
+            hook.given,
+        )
+
+    def _index(self, request: Request) -> Reply:
         """Index one note now with the warm model (`remember`): the save is searchable in
         well under a second, not after a model load. Takes the writer lock like any writer."""
         path, project = request.get("path"), request.get("project")
         if not isinstance(path, str) or not isinstance(project, str) or not path.endswith(".md"):
-            return {"ok": False, "error": "path (.md) and project missing"}
+            return Reply({"ok": False, "error": "path (.md) and project missing"})
         if self.recall is None:
-            return {"ok": False, "error": "starting"}
+            return Reply({"ok": False, "error": "starting"})
         from precedents.ingest.indexer import index_note
 
         started = time.perf_counter()
@@ -170,14 +258,31 @@ class Answers:
         self.recall.refresh(now=True)  # searchable from the next question on
         ms = round((time.perf_counter() - started) * 1000, 1)
         log.info("answer %s", json.dumps({"op": "index", "indexed": indexed, "ms": ms}))
-        return {"ok": True, "indexed": indexed}
+        return Reply({"ok": True, "indexed": indexed})
 
 
-def _given(session: str, rid: dict[str, str], answer: Any) -> dict[str, Any]:
-    """``{GIVEN: (session, rid, paths shown)}`` for an answer that gave records, else {}."""
-    if not answer.context or not answer.shown:
-        return {}
-    return {GIVEN: (session, rid.get("rid", ""), tuple(answer.shown))}
+Handler = Callable[[Answers, Request], Reply]
+
+# The dispatch table: one handler per op of the protocol (test_front_door checks both ways).
+HANDLERS: dict[Op, Handler] = {
+    "ping": Answers._ping,
+    "stop": Answers._stop_op,
+    "status": Answers._status,
+    "query": Answers._query,
+    "index": Answers._index,
+    "recall": Answers._recall,
+    "context": Answers._context,
+    "session": Answers._session,
+    "file": Answers._file,
+}
+
+
+def _hook_reply(answer: Decision, asked: _Asked) -> Reply:
+    """A prompt or file hook's reply: its context, and the records it gave the session."""
+    given = None
+    if answer.context and answer.shown:
+        given = Given(asked.session, asked.rid.get("rid", ""), tuple(answer.shown))
+    return Reply({"ok": True, "context": answer.context}, given)
 
 
 def _text(value: object, most: int = 4096) -> str:

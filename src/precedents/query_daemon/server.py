@@ -51,22 +51,28 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from precedents import protocol, runlock
 from precedents.config import Settings
 from precedents.errors import DiskFull, PrecedentsError, UsageError, is_disk_full
-from precedents.hook.core import STARTING_MARK
 from precedents.protocol import (
     DAEMON_ROLE,
     PORT_NAME,
     PROTOCOL_VERSION,
     SECRET_NAME,
     SOCKET_NAME,
+    STARTING_MARK,
+    DaemonClient,
+    Refused,
+    Unavailable,
 )
 from precedents.query_daemon.logs import configure_logging as configure_logging  # entry points
 from precedents.query_daemon.logs import note_disk_full, note_earlier_disk_full
-from precedents.query_daemon.ops import GIVEN, Answers
+from precedents.query_daemon.ops import Answers, Given, Reply
+
+if TYPE_CHECKING:
+    from precedents.recall.core import Recall
 
 log = logging.getLogger("precedents.daemon")
 
@@ -124,7 +130,7 @@ def peer_uid(conn: socket.socket) -> int | None:
     return None
 
 
-def status(run: Path, wait_s: float = 2.0) -> dict[str, Any]:
+def status(run: Path, wait_s: float = 2.0) -> dict[str, object]:
     """Whether a daemon runs for ``run`` and answers on its socket: what `serve --status` says.
 
     ``running`` is what `serve` goes by (another process holds the lock);
@@ -135,14 +141,14 @@ def status(run: Path, wait_s: float = 2.0) -> dict[str, Any]:
     Returns ``{"running", "answering", "pid"}`` plus the ping's answer.
     """
     deadline = time.monotonic() + wait_s
+    client = DaemonClient(run)
     while True:
         try:
-            answer = protocol.ask({"op": "ping"}, max(min(wait_s, 2.0), 0.1), run)
-        except protocol.Unavailable:
+            answer = client.ping(max(min(wait_s, 2.0), 0.1))
+        except (Unavailable, Refused):
             pass
         else:
-            if answer.get("ok"):
-                return {**answer, "running": True, "answering": True, "pid": answer.get("pid")}
+            return {**answer, "running": True, "answering": True, "pid": answer["pid"]}
         pid = read_pid(run)
         if pid is None or not _alive(pid) or time.monotonic() >= deadline:
             break
@@ -177,14 +183,14 @@ class Daemon(Answers):
         *,
         idle_timeout_s: float | None = None,
         transport: str | None = None,
-        recall_factory: Callable[[Settings], Any] | None = None,
+        recall_factory: Callable[[Settings], Recall] | None = None,
     ) -> None:
         self.settings = settings
         self.idle_timeout_s = settings.idle_timeout_s if idle_timeout_s is None else idle_timeout_s
         self.transport = transport or ("tcp" if protocol.USE_TCP else "unix")
         self.run = settings.run_dir
         self._recall_factory = recall_factory
-        self.recall: Any = None
+        self.recall: Recall | None = None
         self._stop = threading.Event()
         # Set once the load is over, done or failed, or the daemon stops: waiters go on.
         self._loaded = threading.Event()
@@ -432,12 +438,14 @@ class Daemon(Answers):
             getattr(recall.embedder, "model_id", "?"),
             time.monotonic() - self._started,
         )
-        threading.Thread(target=self._refresh_loop, name="refresh", daemon=True).start()
+        threading.Thread(
+            target=self._refresh_loop, args=(recall,), name="refresh", daemon=True
+        ).start()
 
-    def _refresh_loop(self) -> None:
+    def _refresh_loop(self, recall: Recall) -> None:
         while not self._stop.wait(REFRESH_S):
             try:
-                self.recall.refresh()
+                recall.refresh()
             except Exception:  # keep serving the last good snapshot
                 log.exception("refresh failed")
 
@@ -498,8 +506,7 @@ class Daemon(Answers):
                             )
                         )
                         return
-                    answer = self._answer(line)
-                    given = answer.pop(GIVEN, None)
+                    answer, given = self._answer(line)
                     try:
                         conn.sendall(protocol.encode(answer))
                     except OSError:
@@ -522,25 +529,26 @@ class Daemon(Answers):
         log.warning("refused a connection from uid %d (this daemon serves uid %d)", uid, self._uid)
         return False
 
-    def _answer(self, line: bytes) -> dict[str, Any]:
+    def _answer(self, line: bytes) -> tuple[dict[str, object], Given | None]:
+        """The answer line's object (versioned, tagged on Windows), and what it gives a session."""
         try:
             request = protocol.decode(line)
         except ValueError:
-            return {"v": PROTOCOL_VERSION, "ok": False, "error": "bad request"}
+            return {"v": PROTOCOL_VERSION, "ok": False, "error": "bad request"}, None
         tag: dict[str, str] = {}
         if self._secret is not None:
             auth = str(request.get("auth", "")).encode("ascii", "replace")
             if not hmac.compare_digest(auth, self._secret):
-                return {"v": PROTOCOL_VERSION, "ok": False, "error": "unauthorized"}
+                return {"v": PROTOCOL_VERSION, "ok": False, "error": "unauthorized"}, None
             tag = {"tag": protocol.answer_tag(self._secret, str(request.get("nonce", "")))}
         if request.get("v") != PROTOCOL_VERSION:
-            return {"v": PROTOCOL_VERSION, "ok": False, "error": "version", **tag}
+            return {"v": PROTOCOL_VERSION, "ok": False, "error": "version", **tag}, None
         try:
-            body = self._dispatch(request)
+            reply = self._dispatch(request)
         except Exception as exc:  # a bad question must not take the daemon down
             log.exception("request failed")
-            body = {"ok": False, "error": type(exc).__name__}
-        return {"v": PROTOCOL_VERSION, **body, **tag}
+            reply = Reply({"ok": False, "error": type(exc).__name__})
+        return {"v": PROTOCOL_VERSION, **reply.answer, **tag}, reply.given
 
 
 def serve(

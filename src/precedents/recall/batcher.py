@@ -1,4 +1,5 @@
-"""One worker thread that embeds and ranks queued questions as one batch."""
+"""One worker thread that embeds and ranks queued questions as one batch, and the
+torch threads that worker gets (:func:`daemon_threads`)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,36 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 
+from precedents.models.embedding import Embedder
 from precedents.store.rows import DocumentHit
 
 # (prompt, project keys, paths of documents it must not rank)
 Work = tuple[str, tuple[str, ...], frozenset[str]]
 # (hits, relevance of the top-ranked records or None, embed ms, search ms)
 Ranked = tuple[list[DocumentHit], float | None, float, float]
+
+
+def daemon_threads(embedder: Embedder, threads: int = 1) -> None:
+    """``threads`` torch threads for CPU queries in the daemon: one, unless
+    ``PRECEDENTS_TORCH_THREADS`` says otherwise (``ModelSpec.torch_threads``).
+
+    Measured on the 2-core dev box with other work running (docs/daemon.md):
+    one query encoded in 21/27 ms (p50/max) on one thread; on two, 15 ms p50
+    but with spikes to 250-800 ms, because spinning OpenMP workers fight
+    whatever else uses the CPU (the agent's own builds, ten hook processes
+    starting at once). A burst of nine took 100-120 ms on one thread and
+    75-400 ms on two. A hook's p95 matters more than its p50.
+    """
+    if (
+        getattr(embedder, "device", "cpu") != "cpu"
+        or getattr(embedder, "runtime", "") == "onnxruntime"
+    ):
+        return  # a GPU, or ONNX Runtime (sets its own threads; must not import torch)
+    try:
+        import torch
+    except ImportError:
+        return
+    torch.set_num_threads(threads)
 
 
 class Batcher:

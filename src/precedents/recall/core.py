@@ -2,92 +2,54 @@
 
 :class:`Recall` is the code path the daemon serves and that
 ``precedents query --auto`` runs in-process (:func:`auto_context`), so the two
-can never disagree. It holds the model, a reader view of the store, an
-in-memory copy of the vectors (refreshed when the chunk table's version
-changes) and the ADR marks.
+can never disagree. It holds the model, an in-memory copy of the vectors
+(refreshed from its :class:`~precedents.recall.source.VectorSource` when the
+store changes) and the ADR marks.
 """
 
 from __future__ import annotations
 
-import logging
-import os
 import threading
 import time
 from collections.abc import Sequence
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from precedents.config import Settings
-from precedents.errors import ModelMismatch, StoreError
+from precedents.errors import StoreError
 from precedents.ingest.sources import project_keys, project_root
 from precedents.kinds import DOCUMENT_KINDS, Kind
 from precedents.models.embedding import Embedder, load_embedder
 from precedents.protocol import HEADER, MIN_PROMPT_CHARS, clip_prompt
 from precedents.recall.answer import Answer
-from precedents.recall.batcher import Batcher, Ranked, Work
-from precedents.recall.exported import Exporter
+from precedents.recall.batcher import Batcher, Ranked, Work, daemon_threads
+from precedents.recall.exported import ExportedVectors
 from precedents.recall.files import FileScopes
 from precedents.recall.format import record_json
 from precedents.recall.hooks import HookAnswers
 from precedents.recall.marks import AdrMarks
-from precedents.recall.multilingual import CrossLingual
+from precedents.recall.multilingual import Multilingual
 from precedents.recall.mute import MuteList
 from precedents.recall.relevance import DECISION_RANKS, Relevance
 from precedents.recall.selection import select
 from precedents.recall.sessions import SessionLog
+from precedents.recall.source import Model, Opener, StoreVectors, VectorSource
 from precedents.recall.vectors import (
     CONVERSATION_RANKS,
     DOC_RANKS,
     EMPTY,
-    SecondScores,
+    MultilingualScores,
     VectorSnapshot,
 )
 from precedents.recall.when import window
-from precedents.store.lexical import Postings
 from precedents.store.rows import DocumentHit
-from precedents.store.snapshot_file import fingerprint
 
-if TYPE_CHECKING:
-    from precedents.store import Store
-
-log = logging.getLogger("precedents.daemon")
-
-SNAPSHOT_FILE = "snapshot.npz"
 __all__ = ["Answer", "Recall", "auto_context"]
 
 
-def _env_int(name: str, default: int) -> int:
-    try:
-        return max(int(os.environ.get(name, default)), 1)
-    except ValueError:
-        return default
-
-
-def _daemon_threads(embedder: Embedder) -> None:
-    """One torch thread for CPU queries in the daemon (``PRECEDENTS_TORCH_THREADS`` overrides).
-
-    Measured on the 2-core dev box with other work running (docs/daemon.md):
-    one query encoded in 21/27 ms (p50/max) on one thread; on two, 15 ms p50
-    but with spikes to 250-800 ms, because spinning OpenMP workers fight
-    whatever else uses the CPU (the agent's own builds, ten hook processes
-    starting at once). A burst of nine took 100-120 ms on one thread and
-    75-400 ms on two. A hook's p95 matters more than its p50.
-    """
-    if (
-        getattr(embedder, "device", "cpu") != "cpu"
-        or getattr(embedder, "runtime", "") == "onnxruntime"
-    ):
-        return  # a GPU, or ONNX Runtime (sets its own threads; must not import torch)
-    try:
-        import torch
-    except ImportError:
-        return
-    torch.set_num_threads(_env_int("PRECEDENTS_TORCH_THREADS", 1))
-
-
 class Recall(HookAnswers):
-    """The model, the store and the vectors in memory: answers questions."""
+    """The model and the vectors in memory (from one :class:`VectorSource`): answers questions."""
 
     def __init__(
         self,
@@ -101,28 +63,26 @@ class Recall(HookAnswers):
         the vectors from a child process's export, never LanceDB (the daemon; see
         :mod:`precedents.recall.exported`)."""
         self.settings = settings
-        self._exporter: Exporter | None = None
-        self._summary: dict[str, Any] | None = None
-        if exported:
-            self._exporter = Exporter(settings.index_dir, settings.cache_dir / SNAPSHOT_FILE)
-            if fingerprint(settings.index_dir) is not None:
-                self._exporter.start()  # reads the store while the model loads
-        self.embedder = embedder or load_embedder(settings.model, settings.device)
+        # Chosen before the model loads: the daemon's first export runs meanwhile.
+        opener: Opener = (
+            ExportedVectors.opener(settings) if exported else StoreVectors.opener(settings)
+        )
+        spec = settings.model_spec()
+        self.embedder = embedder or load_embedder(spec)
+        self.source: VectorSource = opener(Model(self.embedder.model_id, self.embedder.dimension))
         self.thresholds = settings.thresholds_for(self.embedder.model_id)
         self.relevance = Relevance.for_model(self.embedder.model_id)
-        self.crosslingual = CrossLingual.for_model(self.embedder.model_id)
+        self.multilingual = Multilingual.for_model(self.embedder.model_id, spec)
         self.marks = AdrMarks(settings.cache_dir / "adr")
         self.muted = MuteList(settings.home)
         self.sessions = SessionLog()
         self._scopes: tuple[VectorSnapshot, FileScopes] | None = None
-        self._store: Store | None = None
-        self.store_problem: StoreError | None = None  # why no store could be opened
         self._snapshot: VectorSnapshot = EMPTY
         self._refresh_lock = threading.Lock()
         self._encode_lock = threading.Lock()
         self._batcher: Batcher | None = None
         if batch:
-            _daemon_threads(self.embedder)
+            daemon_threads(self.embedder, spec.torch_threads)
             self._batcher = Batcher(self._work)
             # The first calls of a fresh model are several times slower (allocator,
             # kernel selection): pay for them now, not on the user's first message.
@@ -130,142 +90,28 @@ class Recall(HookAnswers):
                 self.embedder.encode_queries(["warm up the model before the first question"])
         self.refresh()
 
-    # -- the store ---------------------------------------------------------------
-
-    def _open_store(self) -> Store | None:
-        if self._store is None:
-            from precedents.store import Store  # not in the daemon (exported mode)
-
-            try:
-                self._store = Store(
-                    self.settings.index_dir,
-                    self.embedder.model_id,
-                    self.embedder.dimension,
-                    reader=True,
-                    create=False,
-                )
-            except StoreError as exc:
-                log.debug("no usable index yet: %s", exc)
-                self.store_problem = exc
-                return None
-        self.store_problem = None
-        return self._store
+    # -- the vectors -------------------------------------------------------------
 
     @property
-    def store(self) -> Store | None:
-        """The reader view of the store (None while there is no usable index)."""
-        with self._refresh_lock:
-            return self._open_store()
+    def store_problem(self) -> StoreError | None:
+        """Why no usable index could be read at the last refresh (None when one was)."""
+        return self.source.problem
 
     def refresh(self, *, now: bool = False) -> bool:
         """Reload the vectors if the store changed since the last load; True when it did.
 
-        ``now`` (exported mode): read the store in this process, at once — after the
-        daemon itself wrote to it (`remember`), which already loaded LanceDB here."""
+        ``now``: read the store in this process, at once — after the daemon itself
+        wrote to it (`remember`), which already loaded LanceDB here."""
         with self._refresh_lock:
-            if self._exporter is not None:
-                return self._refresh_exported(self._exporter, now)
-            store = self._open_store()
-            if store is None:
-                return False
-            try:
-                # The chunk table's version changes whenever anything searchable
-                # changes; with reader=True it reflects other processes' commits.
-                version = store.version()
-                if version == self._snapshot.version:
-                    return False
-                started = time.perf_counter()
-                snapshot = VectorSnapshot.load(store)
-            except (OSError, ValueError, RuntimeError, StoreError) as exc:
-                # A compaction may have removed the version we held: look again next time.
-                log.warning("reloading the index failed (%s); retrying", exc)
-                try:
-                    store.refresh()
-                except Exception:  # the next refresh tries again from scratch
-                    self._store = None
+            snapshot = self.source.refresh(now=now)
+            if snapshot is None:
                 return False
             self._install(snapshot)
-            log.info(
-                "index version %s loaded: %d chunks in %.0f ms",
-                version,
-                snapshot.rows,
-                (time.perf_counter() - started) * 1000,
-            )
             return True
 
-    def _refresh_exported(self, exporter: Exporter, now: bool) -> bool:
-        stamp = fingerprint(self.settings.index_dir)
-        if stamp is None:
-            self.store_problem = StoreError(
-                f"no index at {self.settings.index_dir}; run `precedents reindex` first"
-            )
-            return False
-        if stamp == self._snapshot.version and not now:
-            return False
-        if now:
-            return self._load_here(stamp)
-        if not exporter.due(stamp):
-            return False
-        try:
-            exported = exporter.run()
-        except StoreError as exc:
-            log.warning("exporting the index failed (%s); retrying", exc)
-            self.store_problem = exc
-            return False
-        if exported is None:
-            self.store_problem = StoreError("the index records no model; run `precedents reindex`")
-            return False
-        mine = (self.embedder.model_id, self.embedder.dimension)
-        if (exported.model, exported.dimension) != mine:
-            exporter.reject(exported.fingerprint)
-            self.store_problem = ModelMismatch(
-                f"the index was built with {exported.model} ({exported.dimension}d), not "
-                f"{self.embedder.model_id}; run `precedents reindex --full`"
-            )
-            return False
-        self.store_problem = None
-        self._summary = exported.summary
-        self._install(
-            VectorSnapshot.from_parts(
-                exported.fingerprint,
-                exported.meta,
-                exported.matrix,
-                exported.second_ids,
-                exported.second_vectors,
-                Postings.read(exported.lexical),
-            )
-        )
-        log.info(
-            "index exported and loaded: %d chunks in %.0f ms",
-            self._snapshot.rows,
-            exporter.last_seconds * 1000,
-        )
-        return True
-
-    def _load_here(self, stamp: str) -> bool:
-        from precedents.store.summary import summarize
-
-        store = self._open_store()
-        if store is None:
-            return False
-        try:
-            snapshot = VectorSnapshot.load(store)
-            self._summary = summarize(store)
-        finally:
-            self._store = None  # its open tables are not kept (exported mode holds none)
-        snapshot.version = stamp  # the fingerprint taken before reading, as an export does
-        self._install(snapshot)
-        return True
-
     def summary(self) -> dict[str, Any] | None:
-        """What the store holds (`precedents status`): from the last export in exported
-        mode, else read from the store now; None while there is no usable index."""
-        if self._exporter is not None:
-            return self._summary
-        from precedents.store.summary import summarize
-
-        store = self.store
-        return summarize(store) if store is not None else None
+        """What the store holds (`precedents status`); None while there is no usable index."""
+        return self.source.summary()
 
     def _install(self, snapshot: VectorSnapshot) -> None:
         """Answer from ``snapshot`` from now on (the caller holds the refresh lock)."""
@@ -273,14 +119,14 @@ class Recall(HookAnswers):
         # Built here (the refresh thread in the daemon), not on the first question.
         self._scopes = (snapshot, FileScopes(snapshot.meta))
         self.marks.invalidate()  # an ADR may have changed with it
-        self._warm_second()
+        self._warm_multilingual()
 
-    def _warm_second(self) -> None:
+    def _warm_multilingual(self) -> None:
         """Load the multilingual model now, in the refresh thread, when the vectors first
         need it: not on the first question after a Japanese note appears (~1 s)."""
-        if self._batcher is None or self.crosslingual is None or not self._snapshot.multilingual:
+        if self._batcher is None or self.multilingual is None or not self._snapshot.multilingual:
             return
-        self.crosslingual.load()  # once: a no-op on every later refresh
+        self.multilingual.load()  # once: a no-op on every later refresh
 
     @property
     def snapshot(self) -> VectorSnapshot:
@@ -323,21 +169,21 @@ class Recall(HookAnswers):
         snapshot = self._snapshot
         with self._encode_lock:
             vectors = self.embedder.encode_queries(texts)
-            second = self._second(texts, snapshot)
+            multilingual = self._multilingual_scores(texts, snapshot)
         embedded = time.perf_counter()
         by_keys: dict[tuple[str, ...], list[int]] = {}
         for i, (_, keys, _) in enumerate(items):
             by_keys.setdefault(keys, []).append(i)
         hits: list[list[DocumentHit]] = [[] for _ in items]
         for keys, idx in by_keys.items():
-            pair = None if second is None else (second[0][idx], second[1])
+            pair = None if multilingual is None else (multilingual[0][idx], multilingual[1])
             hidden = [items[i][2] for i in idx]
             words = [texts[i] for i in idx]
             today = date.today()
             ranked_all = snapshot.rank_many(
                 vectors[idx],
                 keys,
-                second=pair,
+                multilingual=pair,
                 hidden=hidden,
                 texts=words,
                 words=self.thresholds.conversation_words,
@@ -351,13 +197,15 @@ class Recall(HookAnswers):
         embed_ms, search_ms = (embedded - started) * 1000, (done - embedded) * 1000
         return [(h, r, embed_ms, search_ms) for h, r in zip(hits, relevance, strict=True)]
 
-    def _second(self, texts: Sequence[str], snapshot: VectorSnapshot) -> SecondScores | None:
+    def _multilingual_scores(
+        self, texts: Sequence[str], snapshot: VectorSnapshot
+    ) -> MultilingualScores | None:
         """The questions' multilingual vectors, when the snapshot has records that need
-        them (none in an English-only store: the second model is then never loaded)."""
-        if self.crosslingual is None or not snapshot.multilingual:
+        them (none in an English-only store: the multilingual model is then never loaded)."""
+        if self.multilingual is None or not snapshot.multilingual:
             return None
-        vectors = self.crosslingual.encode_queries(texts)
-        return None if vectors is None else (vectors, self.crosslingual.calibrate)
+        vectors = self.multilingual.encode_queries(texts)
+        return None if vectors is None else (vectors, self.multilingual.calibrate)
 
     def _relevance(
         self, vectors: Any, hits: list[list[DocumentHit]], snapshot: VectorSnapshot
@@ -400,7 +248,7 @@ class Recall(HookAnswers):
         if kinds or k > CONVERSATION_RANKS or today is not None:
             vector = self.embed(text)
             with self._encode_lock:
-                second = self._second([clip_prompt(text)], snapshot)
+                multilingual = self._multilingual_scores([clip_prompt(text)], snapshot)
             ranks = max(k, DOC_RANKS)
             text = clip_prompt(text)
             conversations = max(k, CONVERSATION_RANKS)
@@ -410,7 +258,7 @@ class Recall(HookAnswers):
                 kinds,
                 ranks,
                 conversations,
-                second,
+                multilingual,
                 text,
                 self.thresholds.conversation_words,
                 window(text, today or date.today()),
@@ -481,11 +329,10 @@ class Recall(HookAnswers):
         )
 
     def close(self) -> None:
-        """Stop the embedding worker and any export."""
+        """Stop the embedding worker and whatever the vectors' source runs."""
         if self._batcher is not None:
             self._batcher.close()
-        if self._exporter is not None:
-            self._exporter.close()
+        self.source.close()
 
 
 def auto_context(

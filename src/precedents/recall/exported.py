@@ -20,13 +20,21 @@ import logging
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from precedents.errors import StoreError
+from precedents.config import Settings
+from precedents.errors import ModelMismatch, StoreError
+from precedents.recall.source import Model, open_reader
+from precedents.recall.vectors import VectorSnapshot
 from precedents.store import snapshot_file
+from precedents.store.lexical import Postings
 from precedents.store.snapshot_file import NO_INDEX, Exported, SnapshotFileError
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("precedents.daemon")  # this source is the daemon's alone
+
+SNAPSHOT_FILE = "snapshot.npz"  # in the state's cache folder
 
 SPACING = 1.0  # minimum gap between exports, as a multiple of the last one's duration
 MIN_GAP_S = 0.25
@@ -128,3 +136,99 @@ class Exporter:
             child.kill()
             child.communicate()
         self.out.unlink(missing_ok=True)
+
+
+class ExportedVectors:
+    """The daemon's source (:class:`~precedents.recall.source.VectorSource`): the vectors
+    a child process exported; LanceDB is loaded here only when the daemon wrote to the
+    store itself (``refresh(now=True)``), and not kept."""
+
+    def __init__(self, index_dir: Path, model: Model, exporter: Exporter) -> None:
+        self._index_dir = index_dir
+        self._model = model
+        self.exporter = exporter
+        self._version: Any = None  # of the last snapshot returned
+        self.problem: StoreError | None = None
+        self._summary: dict[str, Any] | None = None  # of the last export (no store here)
+
+    @classmethod
+    def opener(cls, settings: Settings) -> Callable[[Model], ExportedVectors]:
+        """The source of ``settings``'s store, its first export already running: the
+        child reads the store while the daemon's model loads."""
+        exporter = Exporter(settings.index_dir, settings.cache_dir / SNAPSHOT_FILE)
+        if snapshot_file.fingerprint(settings.index_dir) is not None:
+            exporter.start()
+        return lambda model: cls(settings.index_dir, model, exporter)
+
+    def refresh(self, *, now: bool = False) -> VectorSnapshot | None:
+        """The exported vectors when the store's files changed and an export is due."""
+        stamp = snapshot_file.fingerprint(self._index_dir)
+        if stamp is None:
+            self.problem = StoreError(
+                f"no index at {self._index_dir}; run `precedents reindex` first"
+            )
+            return None
+        if stamp == self._version and not now:
+            return None
+        if now:
+            return self._load_here(stamp)
+        if not self.exporter.due(stamp):
+            return None
+        try:
+            exported = self.exporter.run()
+        except StoreError as exc:
+            log.warning("exporting the index failed (%s); retrying", exc)
+            self.problem = exc
+            return None
+        if exported is None:
+            self.problem = StoreError("the index records no model; run `precedents reindex`")
+            return None
+        if (exported.model, exported.dimension) != self._model:
+            self.exporter.reject(exported.fingerprint)
+            self.problem = ModelMismatch(
+                f"the index was built with {exported.model} ({exported.dimension}d), not "
+                f"{self._model.id}; run `precedents reindex --full`"
+            )
+            return None
+        self.problem = None
+        self._summary = exported.summary
+        self._version = exported.fingerprint
+        snapshot = VectorSnapshot.from_parts(
+            exported.fingerprint,
+            exported.meta,
+            exported.matrix,
+            exported.multilingual_ids,
+            exported.multilingual_vectors,
+            Postings.read(exported.lexical),
+        )
+        log.info(
+            "index exported and loaded: %d chunks in %.0f ms",
+            snapshot.rows,
+            self.exporter.last_seconds * 1000,
+        )
+        return snapshot
+
+    def _load_here(self, stamp: str) -> VectorSnapshot | None:
+        """The store read in this process, at once (LanceDB is loaded already), and not
+        kept open: the daemon holds no table between its writes."""
+        from precedents.store.summary import summarize
+
+        try:
+            store = open_reader(self._index_dir, self._model)
+        except StoreError as exc:
+            log.debug("no usable index yet: %s", exc)
+            self.problem = exc
+            return None
+        self.problem = None
+        snapshot = VectorSnapshot.load(store)
+        self._summary = summarize(store)
+        snapshot.version = self._version = stamp  # taken before reading, as an export's is
+        return snapshot
+
+    def summary(self) -> dict[str, Any] | None:
+        """What the store held at the last export (or in-process read)."""
+        return self._summary
+
+    def close(self) -> None:
+        """Stop a running export (the daemon is exiting) and remove its file."""
+        self.exporter.close()

@@ -37,6 +37,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import PurePath
+from typing import TYPE_CHECKING
 
 from precedents.inert import (
     DATE_CHARS,
@@ -55,6 +56,9 @@ from precedents.inert import (
 from precedents.protocol import EVENT_PROMPT, HEADER, printed_bytes
 from precedents.recall.selection import Selection
 from precedents.store.rows import DocumentHit, DocumentRecord
+
+if TYPE_CHECKING:
+    from precedents.protocol import QueryRow
 
 __all__ = [
     "ELLIPSIS",
@@ -116,13 +120,13 @@ def line_parts(record: DocumentRecord, mark: str = "") -> LineParts:
     return LineParts(f"{record.kind}  {name}", " — ", inert(record.description, TEXT_CHARS), tail)
 
 
-def record_json(hit: DocumentHit, mark: str | None = None) -> dict[str, object]:
+def record_json(hit: DocumentHit, mark: str | None = None) -> QueryRow:
     """The ``precedents query --json`` (and MCP ``recall``) shape of one result: every
     field inert as on the hook's lines; a suspect record keeps its path, kind, date and
     mark, and says ``"suspect": true`` instead of its name, description and id."""
     r = hit.record
     suspect = bool(suspect_of(r))
-    row: dict[str, object] = {
+    row: QueryRow = {
         "kind": r.kind,
         "project": inert_path(r.project),
         "path": inert_path(r.path),

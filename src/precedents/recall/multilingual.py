@@ -13,7 +13,8 @@ ones), and the selection thresholds are MiniLM's. ``a`` and ``b`` come from a
 logistic fit of "applies" on each model's scores over public training pairs
 (English messages → translated records, and English → English for MiniLM;
 ``training/train_crosslingual.py``), chosen so that equal probabilities map to
-equal scores. The artifact is a few numbers in ``recall/data/``.
+equal scores. The artifact is a few numbers in ``recall/data/``, named by the
+default model's profile (:attr:`precedents.config.ModelProfile.multilingual`).
 """
 
 from __future__ import annotations
@@ -29,36 +30,41 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from precedents.config import base_model_id
+from precedents.config import ModelSpec, parse_model_id
 from precedents.errors import ModelError
-from precedents.models.multilingual import load_second_model
+from precedents.models.multilingual import load_multilingual_model
 
 log = logging.getLogger("precedents.recall")
 
-ARTIFACT = "crosslingual-use-v1.json"
-
 
 @dataclass
-class CrossLingual:
+class Multilingual:
     """The multilingual model (loaded on first use) and its calibration."""
 
     slope: float
     intercept: float
     version: str
+    spec: ModelSpec | None = None  # the settings' model spec; None: the defaults
     _model: Any = None
     _failed: bool = False
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
-    def for_model(cls, model_id: str) -> CrossLingual | None:
-        """The shipped calibration onto ``model_id``'s scale, or None (none for it)."""
+    def for_model(cls, model_id: str, spec: ModelSpec | None = None) -> Multilingual | None:
+        """The shipped calibration onto ``model_id``'s scale, or None (none for it);
+        ``spec`` is what the multilingual model will be loaded with."""
+        # A runtime variant (X#onnx-int8) scores like its base model.
+        profile, _ = parse_model_id(model_id)
+        if profile.multilingual is None:
+            return None
         try:
-            with (resources.files(__name__.rpartition(".")[0]) / "data" / ARTIFACT).open() as fh:
+            folder = resources.files(__name__.rpartition(".")[0]) / "data"
+            with (folder / profile.multilingual).open() as fh:
                 data = json.load(fh)
-            # A runtime variant (X#onnx-int8) scores like its base model.
-            if data["base_model"] != base_model_id(model_id):
+            if data["base_model"] != profile.model_id:
                 return None
-            return cls(float(data["slope"]), float(data["intercept"]), str(data["version"]))
+            slope, intercept = float(data["slope"]), float(data["intercept"])
+            return cls(slope, intercept, str(data["version"]), spec)
         except (OSError, KeyError, ValueError, TypeError) as exc:
             log.warning("cross-lingual calibration unusable (%s): English scores only", exc)
             return None
@@ -72,7 +78,7 @@ class CrossLingual:
     def _load(self) -> None:
         if self._model is None and not self._failed:
             try:
-                self._model = load_second_model()
+                self._model = load_multilingual_model(self.spec)
             except ModelError as exc:
                 # Said once; other-language records then rank by the default model.
                 log.warning("multilingual model unavailable (%s)", exc)

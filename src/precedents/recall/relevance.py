@@ -9,7 +9,8 @@ every record. Ranking keeps the plain cosine (the adapted vector ranked worse,
 measured); the decision uses the adapted score of the top-ranked records.
 
 The artifact ships inside the package (``recall/data/``, ~300 KiB, built by
-``training/train_relevance.py``); it exists for the bundled MiniLM only, and
+``training/train_relevance.py``); the model's profile names it
+(:attr:`precedents.config.ModelProfile.relevance`): the bundled MiniLM only, and
 other models decide with the plain thresholds.
 """
 
@@ -23,11 +24,9 @@ from importlib import resources
 import numpy as np
 from numpy.typing import NDArray
 
-from precedents.config import base_model_id
+from precedents.config import parse_model_id
 
 log = logging.getLogger("precedents.recall")
-
-ARTIFACTS = {"sentence-transformers/all-MiniLM-L6-v2": "relevance-minilm-v1.npz"}
 # The decision looks at the best of the top few ranked records: the one that
 # applies is often second or third by cosine.
 DECISION_RANKS = 3
@@ -43,14 +42,14 @@ class Relevance:
     @classmethod
     def for_model(cls, model_id: str) -> Relevance | None:
         """The shipped adapter of ``model_id``, or None (no adapter, or unreadable)."""
-        model_id = base_model_id(model_id)  # the int8 ONNX variant: its base's adapter applies
-        name = ARTIFACTS.get(model_id)
+        profile, _ = parse_model_id(model_id)  # a runtime variant: its base's adapter applies
+        name = profile.relevance
         if name is None:
             return None
         try:
             with (resources.files(__name__.rpartition(".")[0]) / "data" / name).open("rb") as fh:
                 data = np.load(fh)
-                if str(data["model"]) != model_id:
+                if str(data["model"]) != profile.model_id:
                     return None
                 return cls(np.asarray(data["A"], dtype=np.float32), str(data["version"]))
         except (OSError, KeyError, ValueError) as exc:

@@ -35,7 +35,9 @@ if TYPE_CHECKING:
     from precedents.store import Store
 
 # A question's multilingual vectors (one row each) and the calibration of their cosines.
-SecondScores = tuple[NDArray[np.float32], Callable[[NDArray[np.float32]], NDArray[np.float32]]]
+MultilingualScores = tuple[
+    NDArray[np.float32], Callable[[NDArray[np.float32]], NDArray[np.float32]]
+]
 
 # Enough document ranks for the selection gap (ranks 2..11) and a margin.
 DOC_RANKS = 20
@@ -51,8 +53,8 @@ class _Subset:
     starts: NDArray[np.int64]  # first subset row of each document (for reduceat)
     docs: NDArray[np.int64]  # indices of notes/rules/ADRs among the documents
     conversations: NDArray[np.int64]  # indices of conversations among the documents
-    second_local: NDArray[np.int64]  # subset rows that also have a multilingual vector
-    second_matrix: NDArray[np.float32]  # those vectors, in the same order
+    multilingual_local: NDArray[np.int64]  # subset rows that also have a multilingual vector
+    multilingual_matrix: NDArray[np.float32]  # those vectors, in the same order
     doc_of_path: dict[str, int]  # each document's index, by path
     lex_docs: NDArray[np.int64]  # each document's number in the word index (-1: none)
     days: NDArray[np.int64]  # each conversation's date as a day ordinal (-1: none)
@@ -65,8 +67,8 @@ class VectorSnapshot:
     version: Any
     meta: list[dict[str, Any]]
     matrix: NDArray[np.float32]
-    # Multilingual vectors of the chunks not in English (store/second.py), by row.
-    second: dict[int, NDArray[np.float32]] = field(default_factory=dict)
+    # Multilingual vectors of the chunks not in English (store/multilingual.py), by row.
+    multilingual_vectors: dict[int, NDArray[np.float32]] = field(default_factory=dict)
     # The word index of the documents, numbered in the order they first appear in meta.
     lexical: Lexical | None = None
     _subsets: dict[tuple[str, ...], _Subset] = field(default_factory=dict)
@@ -83,7 +85,7 @@ class VectorSnapshot:
             matrix = np.zeros((0, store.dimension), dtype=np.float32)
         texts = [str(m.pop("text", "") or "") for m in meta]
         _paths, documents = document_texts([m["path"] for m in meta], texts)
-        ids, vectors = store.second_vectors(wanted)
+        ids, vectors = store.multilingual_vectors(wanted)
         return cls.from_parts(version, meta, matrix, ids, vectors, Postings.build(documents))
 
     @classmethod
@@ -92,25 +94,31 @@ class VectorSnapshot:
         version: Any,
         meta: list[dict[str, Any]],
         matrix: NDArray[np.float32],
-        second_ids: Sequence[str],
-        second_vectors: NDArray[np.float32],
+        multilingual_ids: Sequence[str],
+        multilingual_vectors: NDArray[np.float32],
         words: Postings | None = None,
     ) -> VectorSnapshot:
         """A snapshot of chunk rows, their vectors, and the multilingual vectors of some
         chunks by chunk id (``doc_id#chunk_index``), as the store or its export holds them;
         ``words``: the word index of the documents, when there is one (one that does not
         fit the rows is dropped: vectors alone then rank)."""
-        ids = second_ids
+        ids = multilingual_ids
         row_of = {f"{m['doc_id']}#{m['chunk_index']}": i for i, m in enumerate(meta)} if ids else {}
-        second = {row_of[c]: second_vectors[k] for k, c in enumerate(ids) if c in row_of}
+        by_row = {row_of[c]: multilingual_vectors[k] for k, c in enumerate(ids) if c in row_of}
         fits = words is not None and words.size == len({m["path"] for m in meta})
         lexical = Lexical(words) if words is not None and fits else None
-        return cls(version=version, meta=meta, matrix=matrix, second=second, lexical=lexical)
+        return cls(
+            version=version,
+            meta=meta,
+            matrix=matrix,
+            multilingual_vectors=by_row,
+            lexical=lexical,
+        )
 
     @property
     def multilingual(self) -> bool:
         """Whether any chunk has a multilingual vector (questions then need one too)."""
-        return bool(self.second)
+        return bool(self.multilingual_vectors)
 
     def chunks_of(self, path: str) -> NDArray[np.float32]:
         """The chunk vectors of one document (empty when it is not in the snapshot)."""
@@ -150,16 +158,16 @@ class VectorSnapshot:
             rows.extend(doc_rows)
             (convs if self.meta[doc_rows[0]]["kind"] == "conversation" else docs).append(d)
         row_arr = np.asarray(rows, dtype=np.int64)
-        local = [k for k, r in enumerate(rows) if r in self.second]
+        local = [k for k, r in enumerate(rows) if r in self.multilingual_vectors]
         subset = _Subset(
             matrix=np.ascontiguousarray(self.matrix[row_arr]),
             rows=row_arr,
             starts=np.asarray(starts, dtype=np.int64),
             docs=np.asarray(docs, dtype=np.int64),
             conversations=np.asarray(convs, dtype=np.int64),
-            second_local=np.asarray(local, dtype=np.int64),
-            second_matrix=(
-                np.stack([self.second[rows[k]] for k in local]).astype(np.float32)
+            multilingual_local=np.asarray(local, dtype=np.int64),
+            multilingual_matrix=(
+                np.stack([self.multilingual_vectors[rows[k]] for k in local]).astype(np.float32)
                 if local
                 else np.zeros((0, 0), dtype=np.float32)
             ),
@@ -185,7 +193,7 @@ class VectorSnapshot:
         kinds: Sequence[Kind] | None = None,
         doc_ranks: int = DOC_RANKS,
         conversation_ranks: int = CONVERSATION_RANKS,
-        second: SecondScores | None = None,
+        multilingual: MultilingualScores | None = None,
         text: str = "",
         words: float = 0.0,
         when: Window | None = None,
@@ -206,7 +214,7 @@ class VectorSnapshot:
             kinds,
             doc_ranks,
             conversation_ranks,
-            second,
+            multilingual,
             texts=texts,
             words=words,
             windows=[when],
@@ -220,7 +228,7 @@ class VectorSnapshot:
         kinds: Sequence[Kind] | None = None,
         doc_ranks: int = DOC_RANKS,
         conversation_ranks: int = CONVERSATION_RANKS,
-        second: SecondScores | None = None,
+        multilingual: MultilingualScores | None = None,
         hidden: Sequence[frozenset[str]] | None = None,
         texts: Sequence[str] | None = None,
         words: float = 0.0,
@@ -229,7 +237,7 @@ class VectorSnapshot:
     ) -> list[list[DocumentHit]]:
         """:meth:`rank` for several query vectors (one row each) in one matrix product.
 
-        ``second`` (the questions' multilingual vectors and the calibration onto
+        ``multilingual`` (the questions' multilingual vectors and the calibration onto
         this model's scale) lets a chunk in another language score by the better
         of its two vectors (:mod:`precedents.recall.multilingual`). ``hidden``:
         per question, the paths of documents it must not rank (a rule waiting
@@ -247,10 +255,10 @@ class VectorSnapshot:
         if not len(sub.rows):
             return [[] for _ in range(len(vectors))]
         scores_all = sub.matrix @ np.asarray(vectors, dtype=np.float32).T  # rows x queries
-        if second is not None and len(sub.second_local):
-            q2, calibrate = second
-            extra = calibrate(sub.second_matrix @ np.asarray(q2, dtype=np.float32).T)
-            local = sub.second_local
+        if multilingual is not None and len(sub.multilingual_local):
+            q2, calibrate = multilingual
+            extra = calibrate(sub.multilingual_matrix @ np.asarray(q2, dtype=np.float32).T)
+            local = sub.multilingual_local
             scores_all[local] = np.maximum(scores_all[local], extra)
         # Best chunk per document: documents' rows are contiguous, so one reduceat.
         best_all = np.maximum.reduceat(scores_all, sub.starts, axis=0)  # docs x queries

@@ -13,7 +13,6 @@ running it again once the manager answers finishes the job.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -22,7 +21,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 
-from precedents.config import Settings
+from precedents.config import Settings, xdg_config_home
 from precedents.errors import PrecedentsError, UsageError
 
 SYSTEMD_UNITS = ("precedents-watch.service", "precedents-daemon.service")
@@ -65,8 +64,7 @@ def unit_dir(manager: str) -> Path:
     """Where user units / agents live for ``manager``."""
     if manager == "launchd":
         return Path.home() / "Library" / "LaunchAgents"
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "systemd" / "user"
+    return xdg_config_home() / "systemd" / "user"
 
 
 def template(manager: str, name: str) -> str:

@@ -32,7 +32,11 @@ from precedents.errors import ModelMismatch, StoreError
 from precedents.kinds import Kind
 from precedents.store.failures import LANCE_ERRORS as _LANCE_ERRORS
 from precedents.store.failures import damaged, failed
-from precedents.store.multilingual import SECOND, SecondVectors, second_schema
+from precedents.store.multilingual import (
+    MULTILINGUAL_TABLE,
+    MultilingualVectors,
+    multilingual_schema,
+)
 from precedents.store.schema import (
     ADDED_COLUMNS,
     CHUNKS,
@@ -122,7 +126,9 @@ class Store:
             self._chunks = self._open_or_create(CHUNKS, chunks_schema(dimension))
             self._files = self._open_or_create(FILES, FILES_SCHEMA)
             self._meta = self._open_or_create(META, META_SCHEMA)
-            self.second = SecondVectors(self._open_or_create(SECOND, second_schema()), _in_list)
+            self.multilingual = MultilingualVectors(
+                self._open_or_create(MULTILINGUAL_TABLE, multilingual_schema()), _in_list
+            )
             if not reader:
                 self._add_columns()
         except _LANCE_ERRORS as exc:
@@ -235,17 +241,17 @@ class Store:
         items: Sequence[
             tuple[FileRecord, DocumentRecord | None, Sequence[str], NDArray[np.float32]]
         ],
-        second: Mapping[str, NDArray[np.float32]] | None = None,
+        multilingual: Mapping[str, NDArray[np.float32]] | None = None,
     ) -> None:
         """Replace the rows of each file with its new chunks, in batched atomic commits.
 
         Each item is (file row, document, chunk texts, vectors). A file with no
         document (an automated session, an empty note) keeps only its file row,
-        so an unchanged file is recognised by its hash next time. ``second``
-        maps a file's path to its chunks' multilingual vectors, for the files
+        so an unchanged file is recognised by its hash next time.
+        ``multilingual`` maps a file's path to its chunks' multilingual vectors, for the files
         not written in English (:mod:`precedents.store.multilingual`).
         """
-        second = second or {}
+        multilingual = multilingual or {}
         batch: list[
             tuple[FileRecord, DocumentRecord | None, Sequence[str], NDArray[np.float32]]
         ] = []
@@ -254,17 +260,17 @@ class Store:
             batch.append(item)
             rows += len(item[2])
             if rows >= WRITE_BATCH_ROWS:
-                self._write_batch(batch, second)
+                self._write_batch(batch, multilingual)
                 batch, rows = [], 0
         if batch:
-            self._write_batch(batch, second)
+            self._write_batch(batch, multilingual)
 
     def _write_batch(
         self,
         batch: Sequence[
             tuple[FileRecord, DocumentRecord | None, Sequence[str], NDArray[np.float32]]
         ],
-        second: Mapping[str, NDArray[np.float32]],
+        multilingual: Mapping[str, NDArray[np.float32]],
     ) -> None:
         columns: dict[str, list[Any]] = {f.name: [] for f in chunks_schema(self.dimension)}
         vectors: list[NDArray[np.float32]] = []
@@ -305,7 +311,9 @@ class Store:
             )
             # Before the file rows: a crash in between leaves chunks without a file
             # row, which repair() removes and the next pass writes again.
-            self._commits += self.second.replace(paths, *_second_rows(batch, second))
+            self._commits += self.multilingual.replace(
+                paths, *_multilingual_rows(batch, multilingual)
+            )
             self._upsert_files([file for file, *_ in batch])
         except _LANCE_ERRORS as exc:
             raise failed(self.path, "writing to the index", exc) from exc
@@ -332,7 +340,7 @@ class Store:
         where = _in_list("path", paths)
         try:
             self._chunks.delete(where)
-            self._commits += self.second.delete(paths)
+            self._commits += self.multilingual.delete(paths)
             self._files.delete(where)
         except _LANCE_ERRORS as exc:
             raise failed(self.path, "deleting from the index", exc) from exc
@@ -389,7 +397,7 @@ class Store:
         """Compact and clean old versions after many commits (or when forced)."""
         if not force and self._commits < COMPACT_EVERY_COMMITS:
             return False
-        for tbl in (self._chunks, self._files, self._meta, self.second.table()):
+        for tbl in (self._chunks, self._files, self._meta, self.multilingual.table()):
             try:
                 tbl.optimize(cleanup_older_than=CLEANUP_MARGIN)
             except (OSError, ValueError, RuntimeError) as exc:
@@ -404,7 +412,7 @@ class Store:
 
     def refresh(self) -> None:
         """See the latest commits of other processes (after a 'Not found' error)."""
-        for tbl in (self._chunks, self._files, self._meta, self.second.table()):
+        for tbl in (self._chunks, self._files, self._meta, self.multilingual.table()):
             tbl.checkout_latest()
 
     # -- reading ---------------------------------------------------------------
@@ -448,24 +456,26 @@ class Store:
         return list(tbl.to_arrow().to_pylist())
 
     @_translated
-    def second_vectors(self, projects: Sequence[str]) -> tuple[list[str], NDArray[np.float32]]:
-        """Chunk ids and multilingual vectors of ``projects`` (see :mod:`.second`)."""
-        return self.second.load(projects)
+    def multilingual_vectors(
+        self, projects: Sequence[str]
+    ) -> tuple[list[str], NDArray[np.float32]]:
+        """Chunk ids and multilingual vectors of ``projects`` (see :mod:`.multilingual`)."""
+        return self.multilingual.load(projects)
 
     def stamp(self, **values: str) -> None:
         """Record facts such as the last index time in the meta table."""
         self.set_meta({k: v for k, v in values.items()})
 
 
-def _second_rows(
+def _multilingual_rows(
     batch: Sequence[tuple[FileRecord, DocumentRecord | None, Sequence[str], NDArray[np.float32]]],
-    second: Mapping[str, NDArray[np.float32]],
+    multilingual: Mapping[str, NDArray[np.float32]],
 ) -> tuple[list[tuple[str, str, str]], list[NDArray[np.float32]]]:
-    """The second-vector rows of a batch: (chunk id, path, project) and one vector each."""
+    """The multilingual rows of a batch: (chunk id, path, project) and one vector each."""
     rows: list[tuple[str, str, str]] = []
     vectors: list[NDArray[np.float32]] = []
     for _file, doc, texts, _ in batch:
-        vecs = second.get(doc.path) if doc is not None else None
+        vecs = multilingual.get(doc.path) if doc is not None else None
         if doc is None or vecs is None or len(vecs) != len(texts):
             continue
         rows += [(f"{doc.doc_id}#{i}", doc.path, doc.project) for i in range(len(texts))]

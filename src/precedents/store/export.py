@@ -64,7 +64,7 @@ def export(index_dir: Path, out: Path) -> bool:
         return False
     dimension = int(facts.get("dimension") or 0)
     meta, matrix, texts = reader.vectors(dimension)
-    ids, vectors = reader.second_vectors()
+    ids, vectors = reader.multilingual_vectors()
     words = word_index(meta, texts, out.with_name(TERM_CACHE))
     summary = summarize(reader)
     write(
@@ -75,8 +75,8 @@ def export(index_dir: Path, out: Path) -> bool:
             dimension=dimension,
             meta=meta,
             matrix=matrix,
-            second_ids=ids,
-            second_vectors=vectors,
+            multilingual_ids=ids,
+            multilingual_vectors=vectors,
             summary=summary,
             lexical=dict(words.to_arrays()),
         ),

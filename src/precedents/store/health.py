@@ -41,7 +41,7 @@ log = logging.getLogger("precedents.store")
 
 STATUS_FILE = "status.json"
 FORMAT = 1
-# Table folders `status` reads (store/schema.py, store/second.py name them).
+# Table folders `status` reads (store/schema.py, store/multilingual.py name them).
 _META = "meta.lance"
 _CHUNK_TABLES = ("chunks", "chunks_second")
 

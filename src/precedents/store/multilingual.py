@@ -1,4 +1,4 @@
-"""Second vectors: a multilingual model's vectors for the chunks not written in English.
+"""Multilingual vectors: the multilingual model's vectors for the chunks not written in English.
 
 The default model reads English only; a record in another language also gets a
 vector from the multilingual model (see :mod:`precedents.recall.multilingual`).
@@ -18,13 +18,15 @@ import numpy as np
 import pyarrow as pa
 from numpy.typing import NDArray
 
-SECOND = "chunks_second"
+# The table's name on disk. It says "second" (the model's first name) and stays so:
+# renaming it would hide the vectors of every store written before.
+MULTILINGUAL_TABLE = "chunks_second"
 # The multilingual model's width (Universal Sentence Encoder multilingual v3).
-SECOND_DIMENSION = 512
+MULTILINGUAL_DIMENSION = 512
 
 
-def second_schema(dimension: int = SECOND_DIMENSION) -> pa.Schema:
-    """One row per chunk that has a second vector."""
+def multilingual_schema(dimension: int = MULTILINGUAL_DIMENSION) -> pa.Schema:
+    """One row per chunk that has a multilingual vector."""
     return pa.schema(
         [
             pa.field("chunk_id", pa.string(), nullable=False),
@@ -35,8 +37,8 @@ def second_schema(dimension: int = SECOND_DIMENSION) -> pa.Schema:
     )
 
 
-class SecondVectors:
-    """The second-vector table of one store (written only through :class:`Store`)."""
+class MultilingualVectors:
+    """The multilingual-vector table of one store (written only through :class:`Store`)."""
 
     def __init__(self, table: Any, in_list: Callable[[str, Iterable[str]], str]) -> None:
         """``table`` is the open LanceDB table; ``in_list`` builds ``column IN (...)``."""
@@ -70,10 +72,10 @@ class SecondVectors:
                     "path": [r[1] for r in rows],
                     "project": [r[2] for r in rows],
                     "vector": pa.FixedSizeListArray.from_arrays(
-                        pa.array(flat, type=pa.float32()), SECOND_DIMENSION
+                        pa.array(flat, type=pa.float32()), MULTILINGUAL_DIMENSION
                     ),
                 },
-                schema=second_schema(),
+                schema=multilingual_schema(),
             )
             self._table.add(data)
             commits += 1
@@ -89,11 +91,11 @@ class SecondVectors:
     def load(self, projects: Sequence[str]) -> tuple[list[str], NDArray[np.float32]]:
         """Chunk ids and vectors of ``projects`` (empty when the store has none)."""
         if not projects or not self.count():
-            return [], np.zeros((0, SECOND_DIMENSION), dtype=np.float32)
+            return [], np.zeros((0, MULTILINGUAL_DIMENSION), dtype=np.float32)
         query = self._table.search().where(self._in_list("project", projects))
         arrow = query.select(["chunk_id", "vector"]).limit(None).to_arrow()
         vec = arrow.column("vector").combine_chunks()
-        matrix = vec.values.to_numpy(zero_copy_only=False).reshape(-1, SECOND_DIMENSION)
+        matrix = vec.values.to_numpy(zero_copy_only=False).reshape(-1, MULTILINGUAL_DIMENSION)
         ids = [str(c) for c in arrow.column("chunk_id").to_pylist()]
         return ids, np.ascontiguousarray(matrix, dtype=np.float32)
 

@@ -36,7 +36,7 @@ FORMAT = 2  # 2: the word index
 # The export child's exit status when there is no usable index yet (store/export.py).
 NO_INDEX = 3
 # The tables whose commits change what a question can find (store/schema.py,
-# store/second.py name them; literal here so this module never imports pyarrow).
+# store/multilingual.py name them; literal here so this module never imports pyarrow).
 WATCHED_TABLES = ("chunks", "chunks_second")
 
 
@@ -53,8 +53,8 @@ class Exported:
     dimension: int
     meta: list[dict[str, Any]]
     matrix: NDArray[np.float32]
-    second_ids: list[str] = field(default_factory=list)
-    second_vectors: NDArray[np.float32] = field(
+    multilingual_ids: list[str] = field(default_factory=list)
+    multilingual_vectors: NDArray[np.float32] = field(
         default_factory=lambda: np.zeros((0, 0), dtype=np.float32)
     )
     summary: dict[str, Any] = field(default_factory=dict)
@@ -92,14 +92,15 @@ def write(path: Path, snap: Exported) -> None:
         "model": snap.model,
         "dimension": snap.dimension,
         "meta": snap.meta,
-        "second_ids": snap.second_ids,
+        # "second": the multilingual model's first name, kept in the file's keys.
+        "second_ids": snap.multilingual_ids,
         "summary": snap.summary,
     }
     raw = np.frombuffer(json.dumps(header).encode("utf-8"), dtype=np.uint8)
     arrays: dict[str, Any] = {
         "header": raw,
         "matrix": np.ascontiguousarray(snap.matrix, dtype=np.float32),
-        "second": np.ascontiguousarray(snap.second_vectors, dtype=np.float32),
+        "second": np.ascontiguousarray(snap.multilingual_vectors, dtype=np.float32),
         **snap.lexical,
     }
     save_npz(path, arrays)
@@ -126,7 +127,7 @@ def read(path: Path) -> Exported:
         with np.load(path, allow_pickle=False) as data:
             header = json.loads(bytes(data["header"]).decode("utf-8"))
             matrix = np.ascontiguousarray(data["matrix"], dtype=np.float32)
-            second = np.ascontiguousarray(data["second"], dtype=np.float32)
+            multilingual = np.ascontiguousarray(data["second"], dtype=np.float32)
             lexical = {k: np.asarray(data[k]) for k in data.files if k.startswith("lex_")}
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
         raise SnapshotFileError(f"{path}: {exc}") from exc
@@ -139,13 +140,14 @@ def read(path: Path) -> Exported:
             dimension=int(header["dimension"]),
             meta=list(header["meta"]),
             matrix=matrix.reshape(-1, int(header["dimension"])),
-            second_ids=[str(i) for i in header["second_ids"]],
-            second_vectors=second,
+            multilingual_ids=[str(i) for i in header["second_ids"]],
+            multilingual_vectors=multilingual,
             summary=dict(header["summary"]),
             lexical=lexical,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise SnapshotFileError(f"{path}: bad header ({exc})") from exc
-    if len(snap.meta) != len(snap.matrix) or len(snap.second_ids) != len(snap.second_vectors):
+    rows = len(snap.multilingual_ids)
+    if len(snap.meta) != len(snap.matrix) or rows != len(snap.multilingual_vectors):
         raise SnapshotFileError(f"{path}: rows and vectors disagree")
     return snap

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from precedents.store.multilingual import SECOND, SECOND_DIMENSION
+from precedents.store.multilingual import MULTILINGUAL_DIMENSION, MULTILINGUAL_TABLE
 from precedents.store.schema import (
     CHUNKS,
     FILES,
@@ -34,7 +34,7 @@ class TableReader:
     """A read-only view of one store's tables at their latest version (no LanceDB)."""
 
     def __init__(self, index_dir: Path) -> None:
-        """Open the tables of ``index_dir`` (the second-vector table may be absent)."""
+        """Open the tables of ``index_dir`` (the multilingual table may be absent)."""
         import lance
 
         self.path = index_dir
@@ -88,11 +88,12 @@ class TableReader:
         self._documents = [m for m in meta if m.get("chunk_index") == 0]
         return meta, matrix, texts
 
-    def second_vectors(self) -> tuple[list[str], NDArray[np.float32]]:
+    def multilingual_vectors(self) -> tuple[list[str], NDArray[np.float32]]:
         """Chunk ids and multilingual vectors (none when the table does not exist)."""
-        if not (self.path / f"{SECOND}.lance").exists():
-            return [], np.zeros((0, SECOND_DIMENSION), dtype=np.float32)
-        tbl = self._open(SECOND).to_table(columns=["chunk_id", "vector"])
+        if not (self.path / f"{MULTILINGUAL_TABLE}.lance").exists():
+            return [], np.zeros((0, MULTILINGUAL_DIMENSION), dtype=np.float32)
+        tbl = self._open(MULTILINGUAL_TABLE).to_table(columns=["chunk_id", "vector"])
         matrix = tbl.column("vector").combine_chunks().values.to_numpy(zero_copy_only=False)
         ids = [str(c) for c in tbl.column("chunk_id").to_pylist()]
-        return ids, np.ascontiguousarray(matrix.reshape(-1, SECOND_DIMENSION), dtype=np.float32)
+        matrix = matrix.reshape(-1, MULTILINGUAL_DIMENSION)
+        return ids, np.ascontiguousarray(matrix, dtype=np.float32)

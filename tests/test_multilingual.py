@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from precedents.config import load_settings
+from precedents.config import DEFAULT_MODEL, load_settings, model_profile
 from precedents.ingest.indexer import Indexer
 from precedents.ingest.sources import Sources, configured_sources, walk
 from precedents.models.language import is_english
 from precedents.recall import Recall
-from precedents.recall.multilingual import ARTIFACT, CrossLingual
+from precedents.recall.multilingual import Multilingual
 from precedents.store import Store, open_store
 
 from .conftest import REPO
@@ -62,13 +62,13 @@ def english_notes(tmp_path: Path) -> Path:
 def index(tmp_path: Path, embedder: object, notes: Path) -> Store:
     settings = load_settings()
     store = open_store(settings.index_dir, embedder)  # type: ignore[arg-type]
-    sources = configured_sources(settings, Sources(project=str(tmp_path), notes=[notes]))
+    sources = configured_sources(settings, Sources(project=str(tmp_path), notes=(notes,)))
     Indexer(settings, store, embedder).sync(walk(sources))  # type: ignore[arg-type]
     return store
 
 
 def test_language_detection_on_real_records() -> None:
-    records = REPO / "training" / "data"
+    records = REPO / "research" / "data"
     translated = sorted((records / "multilingual" / "records").glob("*.md"))
     english = sorted((records / "notes" / "records").glob("*.md"))
     assert translated and english
@@ -81,10 +81,16 @@ def test_language_detection_on_real_records() -> None:
 
 
 def test_the_calibration_ships_in_the_package() -> None:
-    data = json.loads((resources.files("precedents.recall") / "data" / ARTIFACT).read_text())
-    cal = CrossLingual.for_model(data["base_model"])
+    profile = model_profile(DEFAULT_MODEL)
+    assert profile is not None and profile.multilingual is not None
+    data = resources.files("precedents.recall") / "data" / profile.multilingual
+    base = json.loads(data.read_text())["base_model"]
+    cal = Multilingual.for_model(base)
     assert cal is not None and 0.3 < cal.slope < 2.0
-    assert CrossLingual.for_model("some/other-model") is None
+    # A runtime variant scores like its base model; another model has no calibration.
+    variant = Multilingual.for_model(f"{base}#onnx-int8")
+    assert variant is not None and (variant.slope, variant.version) == (cal.slope, cal.version)
+    assert Multilingual.for_model("some/other-model") is None
 
 
 @pytest.mark.slow
@@ -95,7 +101,7 @@ def test_an_english_question_finds_a_japanese_note(
     (notes / "redis-pool.md").write_text(JA_NOTE, encoding="utf-8")
     store = index(tmp_path, embedder, notes)
     japanese = str(notes / "redis-pool.md")
-    assert store.second.count() == store.files()[japanese].chunks  # that note's chunks only
+    assert store.multilingual.count() == store.files()[japanese].chunks  # that note's chunks only
 
     recall = Recall(load_settings(), embedder)  # type: ignore[arg-type]
     try:
@@ -111,7 +117,7 @@ def test_an_english_question_finds_a_japanese_note(
     # it, before the first question, and the exported snapshot ranks the same.
     daemon = Recall(load_settings(), embedder, batch=True, exported=True)  # type: ignore[arg-type]
     try:
-        assert daemon.crosslingual is not None and daemon.crosslingual._model is not None
+        assert daemon.multilingual is not None and daemon.multilingual._model is not None
         assert daemon.rank(QUESTION, tmp_path, k=1)[0].record.path == japanese
     finally:
         daemon.close()
@@ -121,13 +127,13 @@ def test_an_english_question_finds_a_japanese_note(
         "# Redis client limit\n\nShare one connection pool per process.\n", encoding="utf-8"
     )
     store = index(tmp_path, embedder, notes)
-    assert store.second.count() == 0
+    assert store.multilingual.count() == 0
     (notes / "redis-pool.md").write_text(JA_NOTE, encoding="utf-8")
     store = index(tmp_path, embedder, notes)
-    assert store.second.count() > 0
+    assert store.multilingual.count() > 0
     (notes / "redis-pool.md").unlink()
     store = index(tmp_path, embedder, notes)
-    assert store.second.count() == 0
+    assert store.multilingual.count() == 0
 
 
 def test_an_english_only_store_never_loads_the_multilingual_model(
@@ -135,12 +141,12 @@ def test_an_english_only_store_never_loads_the_multilingual_model(
 ) -> None:
     notes = english_notes(tmp_path)
     store = index(tmp_path, embedder, notes)
-    assert store.second.count() == 0
+    assert store.multilingual.count() == 0
     recall = Recall(load_settings(), embedder)  # type: ignore[arg-type]
     try:
         assert recall.rank("how do I find which commit broke my test", tmp_path, k=1)
         assert not recall.snapshot.multilingual
-        assert recall.crosslingual is not None and recall.crosslingual._model is None
+        assert recall.multilingual is not None and recall.multilingual._model is None
     finally:
         recall.close()
 

@@ -1,6 +1,6 @@
 """Cross-validate "the learned relevance may speak where the cosine rules stay silent" (issue #9).
 
-    python training/union_cv.py        # ~6 min on 2 cores (15 adapters)
+    python -m precedents_research.union_cv        # ~6 min on 2 cores (15 adapters)
 
 The shipped decision is the cosine rules (SPEC §5: ``min_top``, ``min_gap``,
 ``wide_gap``). The rule measured here adds a second way to speak: when the
@@ -21,20 +21,18 @@ thresholds) over the part's own store, conversations and ADR marks aside.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import train_relevance as tr
-
 from precedents.config import Thresholds
 from precedents.recall.selection import select
 from precedents.store.rows import DocumentHit, DocumentRecord
+from precedents_research import train_relevance as tr
 
 RULES = Thresholds(0.48, 0.095, 0.10, 0.05)  # MiniLM's cosine defaults, the route off
 ROUTE = (0.40, 0.42, 0.44, 0.45, 0.46, 0.48, 0.50)
@@ -74,8 +72,9 @@ def fold_figures(
     return out
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     """Train an adapter per fold and print the held-out figures."""
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)
     torch.set_num_threads(2)
     parts = {name: tr.embed_part(name) for name in tr.PARTS}
     for name, part in parts.items():
@@ -91,7 +90,7 @@ def main() -> int:
             batches: list[tr.Batch] = [
                 (part, [j for j, _ in train_pos], [ids for _, ids in train_pos], train_u)
             ]
-            batches += [tr._all(p) for n, p in parts.items() if n != name]
+            batches += [tr.all_pairs(p) for n, p in parts.items() if n != name]
             figures = fold_figures(part, test_pos, test_u, tr.train(batches))
             for key, (inj, quiet) in figures.items():
                 total[key][0] += inj

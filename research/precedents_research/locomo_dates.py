@@ -1,6 +1,7 @@
 """Date words against a conversation's date, measured on LoCoMo questions given a date cue.
 
-    python scripts/locomo_dates.py DATA --work DIR [--dates W ...] [--cv FOLDS] [--model ID]
+    python -m precedents_research.locomo_dates DATA --work DIR [--dates W ...] [--cv FOLDS]
+                                    [--model ID]
 
 No public set asks about past sessions by date ("what did we decide on
 Tuesday?"), so this one is derived from LoCoMo (CC BY-NC 4.0, docs/locomo.md):
@@ -30,20 +31,16 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import sys
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import locomo_eval as le
-
 from precedents.config import Settings
 from precedents.models.embedding import load_embedder
 from precedents.recall import Recall
+from precedents_research import locomo_eval as le
 
 
 def session_day(session: le.Session) -> date | None:
@@ -91,7 +88,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     settings = Settings(home=work / "state", discover_claude=False, conversations=tuple(folders))
     if args.model:
         settings = replace(settings, model=args.model)
-    model = load_embedder(settings.model, settings.device)
+    model = load_embedder(settings.model_spec())
     le.index(settings, model)
     recall = Recall(settings, model)
     shipped = recall.thresholds

@@ -1,7 +1,7 @@
 """Fit the cross-lingual calibration shipped in ``precedents/recall/data/`` (issue #9).
 
-    python training/train_crosslingual.py          # fit on every pair, write the artifact
-    python training/train_crosslingual.py --cv     # 5-fold figures (by record) only
+    python -m precedents_research.train_crosslingual       # fit on every pair, write the artifact
+    python -m precedents_research.train_crosslingual --cv  # 5-fold figures (by record) only
 
 What it fits: records not written in English also carry a vector of the
 multilingual model (USE multilingual v3); a question scores such a record by
@@ -35,9 +35,9 @@ import numpy as np
 from numpy.typing import NDArray
 from sklearn.linear_model import LogisticRegression
 
-ROOT = Path(__file__).resolve().parent
-DATA = ROOT / "data"
-OUT = ROOT.parent / "src" / "precedents" / "recall" / "data" / "crosslingual-use-v1.json"
+from precedents_research.paths import ARTIFACTS, DATA
+
+OUT = ARTIFACTS / "crosslingual-use-v1.json"
 VERSION = "crosslingual-use-v1"
 
 
@@ -70,9 +70,9 @@ def load_pairs(part: str) -> list[dict[str, Any]]:
 def scores() -> dict[str, Any]:
     """Every cosine the fit needs, computed once."""
     from precedents.models.embedding import load_embedder
-    from precedents.models.multilingual import load_second_model
+    from precedents.models.multilingual import load_multilingual_model
 
-    minilm, use = load_embedder(), load_second_model()
+    minilm, use = load_embedder(), load_multilingual_model()
     en_records = sorted((DATA / "notes" / "records").glob("*.md"))
     xl_records = sorted((DATA / "multilingual" / "records").glob("*.md"))
     en_pairs, xl_pairs = load_pairs("notes"), load_pairs("multilingual")

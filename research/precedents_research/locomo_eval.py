@@ -1,7 +1,7 @@
 """Session-level recall@k of precedents' conversation path on LoCoMo (snap-research).
 
-    python scripts/locomo_eval.py DATA [--work DIR] [--k 5 10] [--json] [--details FILE]
-                                       [--words W ...] [--cv FOLDS]
+    python -m precedents_research.locomo_eval DATA [--work DIR] [--k 5 10] [--json]
+                                   [--details FILE] [--words W ...] [--cv FOLDS]
 
 ``DATA`` is ``locomo10.json`` or a git directory holding it at
 ``HEAD:data/locomo10.json`` (a clone of github.com/snap-research/locomo, or the
@@ -283,7 +283,7 @@ def evaluate(
     settings = Settings(home=work / "state", discover_claude=False, conversations=tuple(folders))
     if model_id:
         settings = replace(settings, model=model_id)
-    model = model or load_embedder(settings.model, settings.device)
+    model = model or load_embedder(settings.model_spec())
     report = index(settings, model)
     recall = Recall(settings, model)
     runs = []

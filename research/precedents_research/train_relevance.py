@@ -1,7 +1,7 @@
 """Train the relevance adapter shipped in ``precedents/recall/data/`` (issue #9).
 
-    python training/train_relevance.py            # train on every part, write the artifact
-    python training/train_relevance.py --cv       # 5-fold cross-validation figures only
+    python -m precedents_research.train_relevance       # train on every part, write the artifact
+    python -m precedents_research.train_relevance --cv  # 5-fold cross-validation figures only
 
 What it learns: a linear map on the *query* vector of the bundled model
 (all-MiniLM-L6-v2), ``q' = normalize(q + q·A)``, and a "nothing applies" score
@@ -13,7 +13,7 @@ top-ranked records to decide whether to inject (measured: ranking with the
 adapted vector lost top-3 hits; deciding with it found far more of them at
 the same quiet rate — see docs/eval.md).
 
-Data: ``training/data/{rules,adrs,notes}`` — public records (SOURCE.md and
+Data: ``research/data/{rules,adrs,notes}`` — public records (SOURCE.md and
 licences in each folder) with hand-written messages; disjoint from every
 evaluation set (``tests/test_training_data.py`` proves it).
 """
@@ -23,16 +23,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-ROOT = Path(__file__).resolve().parent
-DATA = ROOT / "data"
+from precedents_research.paths import ARTIFACTS, DATA
+
 PARTS = ("rules", "adrs", "notes")
-OUT = ROOT.parent / "src" / "precedents" / "recall" / "data" / "relevance-minilm-v1.npz"
+OUT = ARTIFACTS / "relevance-minilm-v1.npz"
 TAU = 0.05
 EPOCHS = 60
 L2 = 1e-2
@@ -180,7 +179,7 @@ def cross_validate(parts: dict[str, dict[str, Any]], k: int = 5) -> None:
             batches: list[Batch] = [
                 (part, [j for j, _ in train_pos], [ids for _, ids in train_pos], train_u)
             ]
-            batches += [_all(p) for n, p in parts.items() if n != name]
+            batches += [all_pairs(p) for n, p in parts.items() if n != name]
             model = train(batches)
             base.append(measure(part, test_pos, test_u, None))
             adapted.append(measure(part, test_pos, test_u, model))
@@ -192,7 +191,7 @@ def cross_validate(parts: dict[str, dict[str, Any]], k: int = 5) -> None:
         )
 
 
-def _all(part: dict[str, Any]) -> Batch:
+def all_pairs(part: dict[str, Any]) -> Batch:
     pos = part["positives"]
     return (part, [j for j, _ in pos], [ids for _, ids in pos], part["unrelated"])
 
@@ -207,7 +206,7 @@ def main(argv: list[str]) -> int:
     if opts.cv:
         cross_validate(parts)
         return 0
-    model = train([_all(p) for p in parts.values()])
+    model = train([all_pairs(p) for p in parts.values()])
     OUT.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(
         OUT,

@@ -1,6 +1,6 @@
 """Validate the rules training data: parse, paths, ids, counts, lengths.
 
-Run from anywhere: python training/data/rules/validate.py
+Run from anywhere: python research/data/rules/validate.py
 """
 
 import collections

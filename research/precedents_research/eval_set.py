@@ -1,9 +1,9 @@
 """Lay the training data out as one `precedents eval` set: a check on data the dev sets never saw.
 
-    python training/eval_set.py [OUT]      (default: .state/train-set)
+    python -m precedents_research.eval_set [OUT]      (default: .state/train-set)
     .venv/bin/precedents eval --set .state/train-set
 
-The rules, ADRs and notes of ``training/data`` (notes/, rules/, adrs/ with
+The rules, ADRs and notes of ``research/data`` (notes/, rules/, adrs/ with
 one folder per ADR repository, as the shared situational set has them) and
 every message: situational and paraphrase messages with their record (and its
 ``also`` alternatives), the superseded traps, and the unrelated messages of
@@ -15,17 +15,40 @@ records and messages that were written apart from the dev sets
 
 from __future__ import annotations
 
+import argparse
+import json
+import shutil
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "training" / "data"
+from precedents_research.paths import DATA, STATE
+
 PARTS = {"rules": "rules", "adrs": "adrs", "notes": "notes"}
 
-# The file helpers `make eval`'s own set builder uses (copy only what changed).
-sys.path.insert(0, str(ROOT / "scripts"))
-from shared_eval_sets import copy_if_changed, read_jsonl, write_messages  # noqa: E402
+
+# The file helpers of scripts/shared_eval_sets.py (`make eval`'s set builder): copy and
+# write only what changed, so a re-run of `precedents eval` re-embeds nothing.
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Every line of a JSONL file."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+
+
+def copy_if_changed(src: Path, dst: Path) -> None:
+    """Copy ``src`` to ``dst`` unless it already holds the same bytes."""
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    if not dst.exists() or dst.read_bytes() != src.read_bytes():
+        shutil.copyfile(src, dst)
+
+
+def write_messages(folder: Path, rows: Iterable[dict[str, Any]]) -> None:
+    """``folder/messages.jsonl`` from ``rows``, rewritten only when it changes."""
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    path = folder / "messages.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists() or path.read_text(encoding="utf-8") != text:
+        path.write_text(text, encoding="utf-8")
 
 
 def _id(part: str, record: str) -> str:
@@ -78,8 +101,9 @@ def build(out: Path) -> Path:
 
 def main(argv: list[str]) -> int:
     """Build the set and print its folder."""
-    out = Path(argv[0]) if argv else ROOT / ".state" / "train-set"
-    print(build(out))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", nargs="?", type=Path, default=STATE / "train-set")
+    print(build(parser.parse_args(argv).out))
     return 0
 
 
