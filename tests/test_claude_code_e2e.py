@@ -169,3 +169,57 @@ def test_claude_code_sends_the_rules_of_the_file_a_tool_touches(
     assert any(shop_state.shop.rule(".claude/rules/database.md") in r for r in read)
     # The third tool touched another file under src/api/: its rule was given already.
     assert sum(shop_state.shop.rule(".cursor/rules/api-handlers.mdc") in t for t in read) == 0
+
+
+@pytest.mark.slow
+def test_claude_code_sends_a_teammates_team_note(
+    tmp_path: Path, claude_bin: Path, fake_api: tuple[str, list[str]], embedder: Any
+) -> None:
+    """Alice writes a team note (`remember --team`'s library call), commits and pushes; Bob
+    pulls, his index takes it in, and the context Claude Code sends the model from Bob's
+    clone carries it with its `team` mark: the prompt hook's headline, and SessionStart's
+    count of the repository's team notes."""
+    import time
+
+    from precedents.ingest.indexer import Indexer
+    from precedents.ingest.promote import save_team
+    from precedents.ingest.sources import Sources, configured_sources, walk
+    from precedents.store import Store
+    from tests.conftest_daemon import running_daemon, settings_for
+    from tests.team_repos import commit_and_push, git, team_repos
+    from tests.test_team_notes import FREEZE, FREEZE_PROMPT
+
+    url, bodies = fake_api
+    _, alice, bob = team_repos(tmp_path)
+    home = tmp_path / "bob-state"
+    settings = settings_for(home)
+    saved = save_team(settings, FREEZE, "Release freeze on Fridays", str(alice))
+    commit_and_push(alice, str(saved.to_json(cwd=alice)["git_add"]), "Team note")
+    git(bob, "pull", "-q", "--ff-only", "origin", "main")
+    store = Store(settings.index_dir, embedder.model_id, embedder.dimension)
+    found = configured_sources(settings, Sources(project=str(bob)))
+    assert Indexer(settings, store, embedder).sync(walk(found)).files_indexed == 1
+    settings_file = bob / ".claude" / "settings.local.json"
+    install(settings_file, claude=str(claude_bin))
+    try:
+        with running_daemon(home):
+            proc = subprocess.run(
+                [str(claude_bin), "-p", FREEZE_PROMPT, "--max-turns", "1"],
+                cwd=bob,
+                env=claude_env(home, tmp_path, url),
+                capture_output=True,
+                text=True,
+                timeout=180,
+                check=False,
+            )
+    finally:
+        install(settings_file, uninstall=True)
+    assert proc.returncode == 0, proc.stderr[-1500:]
+    messages = [b for b in bodies if CONTEXT_MARK in b]
+    assert messages, f"no request carried the hook's context; {len(bodies)} requests"
+    [prompt] = hook_context(messages[-1], "UserPromptSubmit")
+    note = bob / ".precedents" / "notes" / "release_freeze_on_fridays.md"
+    mark = f"note (team, Alice Example, {time.strftime('%Y-%m-%d')})  Release freeze on Fridays"
+    assert mark in prompt and f"({note})" in prompt, prompt[:1500]
+    [start] = hook_context(messages[-1], "SessionStart")
+    assert start.startswith("This repository shares 1 team note (reference"), start[:500]

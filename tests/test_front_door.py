@@ -326,7 +326,7 @@ def test_a_broken_config_is_the_same_one_line_for_adr_as_for_every_command(
 ) -> None:
     from typer.testing import CliRunner
 
-    from precedents.cli import app
+    from precedents.cli.app import app  # the module: once imported it shadows the lazy name
     from precedents.config import load_settings
     from precedents.errors import ConfigError
 

@@ -153,6 +153,15 @@ def under(prefix: str) -> list[str]:
         ("precedents.ingest", ["recall", "query_daemon", "cli", "api", "watcher"]),
         # The daemon may index one note with its warm model (`remember`), as a writer.
         ("precedents.query_daemon", ["cli", "api", "watcher"]),
+        # `check` reads files and judges them: no model, no store, no reader (a pre-commit
+        # hook must start fast); of the store only its tokenizer (store.lexical).
+        (
+            "precedents.check",
+            [
+                *("recall", "query_daemon", "cli", "api", "models", "watcher", "hook", "mcp"),
+                *("store.collection", "ingest.indexer", "ingest.sources"),
+            ],
+        ),
     ],
 )
 def test_dependencies_flow_one_way(layer: str, forbidden: list[str]) -> None:

@@ -19,11 +19,10 @@ from precedents import protocol, runlock
 from precedents.config import Settings
 from precedents.errors import PrecedentsError, UsageError, disk_full, is_disk_full
 from precedents.ingest.progress import read_progress
-from precedents.ingest.sources import Problem, configured_sources, project_root, walk
+from precedents.ingest.sources import Problem, configured_sources, project_root, source_rows, walk
 from precedents.ingest.sources import Sources as Sources  # what the CLI builds its folders into
 from precedents.protocol import DaemonClient, Unavailable
 from precedents.query_daemon import client as daemon_client
-from precedents.secrets.names import shown_path
 from precedents.secrets.withheld import read_withheld
 
 if TYPE_CHECKING:
@@ -32,6 +31,7 @@ if TYPE_CHECKING:
     from precedents.hook.install import HookSetup
     from precedents.ingest.indexer import IndexReport
     from precedents.ingest.progress import Progress
+    from precedents.ingest.promote import Saved
     from precedents.models.embedding import Embedder
     from precedents.protocol import QueryRow
     from precedents.service.units import ServiceResult
@@ -201,10 +201,8 @@ def status(settings: Settings) -> dict[str, Any]:
         "device": settings.device,
         "indexed_model": None,
         "dimension": None,
-        "sources": [
-            {"kind": s.kind, "root": shown_path(s.root), "project": s.project}
-            for s in configured_sources(settings)
-        ],
+        # A team folder marked ("origin": "team"), with its config's problem if any.
+        "sources": source_rows(configured_sources(settings)),
         # Files left out for a secret in their path (masked), as the last pass found them.
         "withheld_paths": read_withheld(settings.cache_dir),
         "kinds": {},
@@ -288,46 +286,59 @@ def mute(settings: Settings, path: Path, *, undo: bool = False) -> dict[str, Any
 
 
 def remember(
-    settings: Settings, text: str, *, title: str | None = None, project: str | None = None
+    settings: Settings,
+    text: str,
+    *,
+    title: str | None = None,
+    project: str | None = None,
+    team: bool = False,
 ) -> dict[str, Any]:
-    """Save ``text`` as a memory note of ``project`` (default: this folder's) and make it
+    """Save ``text`` as a memory note of ``project`` (default: this folder's), or with
+    ``team`` into its repository's team folder, to commit (docs/team.md); and make it
     searchable: by the running watcher, or indexed here and now when none runs."""
-    from precedents.ingest.remember import memory_folder, write_note
+    from precedents.ingest.promote import save_personal, save_team
 
-    root = project_root(project or Path.cwd())
-    folder = memory_folder(settings.claude_dir, root)
-    path = write_note(folder, text, title)
-    try:
-        return _index_remembered(settings, path, folder, root)
-    except (OSError, PrecedentsError) as exc:
-        if not is_disk_full(exc):
-            raise
-        then = f"{path} is saved but not searchable yet; free some space, then `precedents reindex`"
-        raise disk_full(exc, settings.home, then) from None
+    save = save_team if team else save_personal
+    return _index_saved(settings, save(settings, text, title, project))
 
 
-def _index_remembered(settings: Settings, path: Path, folder: Path, root: str) -> dict[str, Any]:
-    from precedents.ingest.sources import resolve_claude_project
+def promote(settings: Settings, note: str, *, project: str | None = None) -> dict[str, Any]:
+    """Copy personal note ``note`` (a path, or a name of this project's notes) into the
+    repository's team folder, masked, with author and date (ingest/promote.py)."""
+    from precedents.ingest.promote import promote as promote_note
+
+    return _index_saved(settings, promote_note(settings, note, project))
+
+
+def _index_saved(settings: Settings, saved: Saved) -> dict[str, Any]:
+    """Make ``saved`` searchable: the running watcher's job when it watches the note's
+    folder, else done at once by the daemon's warm model, else here."""
     from precedents.watcher import ROLE as WATCHER
 
     watcher = runlock.Claim(settings.run_dir, WATCHER)
-    if not watcher.acquire():  # a watcher holds it: the save is its job
-        return {"path": str(path), "project": root, "indexed_by": "watcher"}
+    if saved.watched and not watcher.acquire():  # a watcher holds it: the save is its job
+        return {**saved.to_json(), "indexed_by": "watcher"}
     watcher.release()
-    key = resolve_claude_project(folder.parent)
 
-    def asked(client: DaemonClient) -> dict[str, Any]:  # its model is warm: searchable at once
-        client.index(str(path), key, DAEMON_QUERY_S)
-        return {"path": str(path), "project": root, "indexed_by": "daemon"}
+    def asked(client: DaemonClient) -> str:  # its model is warm: searchable at once
+        client.index(str(saved.path), saved.key, DAEMON_QUERY_S)
+        return "daemon"
 
-    def here() -> dict[str, Any]:
+    def here() -> str:
         from precedents.ingest.indexer import index_note, lazy_store
 
-        lazy = lazy_store(settings)
-        index_note(settings, lazy.model(), path, key)
-        return {"path": str(path), "project": root, "indexed_by": "remember"}
+        index_note(settings, lazy_store(settings).model(), saved.path, saved.key)
+        return "remember"
 
-    return daemon_client.daemon_or_here(settings.run_dir, asked, here)
+    try:
+        by = daemon_client.daemon_or_here(settings.run_dir, asked, here)
+    except (OSError, PrecedentsError) as exc:
+        if not is_disk_full(exc):
+            raise
+        then = f"{saved.path} is saved but not searchable yet; free some space, then "
+        then += "`precedents reindex`"
+        raise disk_full(exc, settings.home, then) from None
+    return {**saved.to_json(), "indexed_by": by}
 
 
 def recall(settings: Settings, text: str, project: str | None, k: int) -> RecallResult:
@@ -398,6 +409,17 @@ def adr_view(
     from precedents.adr_graph.view import AdrView
 
     return AdrView(adr_graph(settings, folder, confined=confined))
+
+
+def check(
+    settings: Settings, files: Sequence[str] = (), *, all_files: bool = False
+) -> dict[str, Any]:
+    """`precedents check`: secrets, ADR graph errors, misread rule front matter and
+    near-duplicate team notes in the staged files (or ``files``, or every tracked
+    one with ``all_files``) of this folder's repository (docs/check.md)."""
+    from precedents.check.runner import run
+
+    return run(files, all_files=all_files, adr_dirs=settings.adrs).as_dict()
 
 
 def _inside_adr_roots(settings: Settings, folder: str, cwd: Path) -> Path:

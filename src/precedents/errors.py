@@ -40,6 +40,10 @@ class ModelMismatch(StoreError):
     """The store was built with another model; a full re-embed is needed."""
 
 
+class NoteExists(PrecedentsError):
+    """A note was to be written where a file is already (`promote` never overwrites)."""
+
+
 class DiskFull(PrecedentsError):
     """A write failed because the disk holding it (or the user's quota) is full."""
 

@@ -43,6 +43,7 @@ TEXT_CHARS = 500
 ID_CHARS = 40
 DATE_CHARS = 10
 MARK_CHARS = 160
+AUTHOR_CHARS = 40  # a team note's author: part of its line's head, which never shrinks
 
 # `<` and `>` and their full-width and small forms (a model may read those as the
 # same tag); they become single guillemets, which no markup language uses.
@@ -128,6 +129,13 @@ def inert_path(path: str) -> str:
     if _PLAIN.fullmatch(path) and not _TOUCHY.search(path):
         return path
     return _defuse(_visible(path, "?"))
+
+
+def team_label(author: str = "", date: str = "") -> str:
+    """A team note's mark, the same in every channel: ``(team, author, date)``, each
+    part inert and capped; ``(team)`` alone for a suspect note (its words are withheld)."""
+    parts = [p for p in (inert(author, AUTHOR_CHARS), inert(date, ID_CHARS)[:DATE_CHARS]) if p]
+    return f"({', '.join(['team', *parts])})"
 
 
 # ----------------------------------------------------------------------- suspects
@@ -416,7 +424,10 @@ def suspect_summary(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
         if not path or path in found:
             continue
         name, description = str(row.get("name") or ""), str(row.get("description") or "")
-        reason = suspect_reason(name, description, str(row.get("adr_id") or ""), path_words(path))
+        author = str(row.get("author") or "")  # a team note's (ingest/team.py)
+        reason = suspect_reason(
+            name, description, str(row.get("adr_id") or ""), author, path_words(path)
+        )
         if reason:
             found[path] = {"path": inert_path(path), "kind": str(row.get("kind")), "reason": reason}
     records = [found[p] for p in sorted(found)]

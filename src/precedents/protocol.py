@@ -123,6 +123,8 @@ if TYPE_CHECKING:
         score: float
         suspect: bool
         mark: NotRequired[str]  # an ADR's mark: it names a replaced one's successor
+        team: NotRequired[bool]  # a team note (shared through its repository)
+        author: NotRequired[str]  # a team note's author
 
     class QueryAnswer(_Envelope):
         ok: Literal[True]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -190,12 +190,20 @@ def iter_files(folder: Path) -> list[str]:
         dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
         rel_root = Path(root).relative_to(folder).as_posix()
         for name in files:
-            if name.lower().endswith(ADR_SUFFIXES) and not name.startswith("."):
-                rel = name if rel_root == "." else f"{rel_root}/{name}"
-                # A name that carries a secret is never read, cached or shown (issue #20).
-                if masked_path(rel) is None:
-                    out.append(rel)
+            rel = name if rel_root == "." else f"{rel_root}/{name}"
+            if is_adr_file(rel):
+                out.append(rel)
     return sorted(out)
+
+
+def is_adr_file(rel: str) -> bool:
+    """Whether the file at ``rel`` (relative to an ADR folder, POSIX) is read as a record:
+    Markdown, in no hidden or skipped folder, with no secret in its name."""
+    *folders, name = rel.split("/")
+    if any(d.startswith(".") or d in _SKIP_DIRS for d in folders) or name.startswith("."):
+        return False
+    # A name that carries a secret is never read, cached or shown (issue #20).
+    return name.lower().endswith(ADR_SUFFIXES) and masked_path(rel) is None
 
 
 def build_graph(
@@ -220,6 +228,24 @@ def build_graph(
             blobs[name] = (folder / name).read_bytes()
         except OSError:
             blobs[name] = None
+    return _graph_of(folder, blobs, cache_dir, mask)
+
+
+def graph_of_contents(folder: Path, blobs: Mapping[str, bytes | None]) -> AdrGraph:
+    """The graph of ``folder`` as ``blobs`` (path relative to it -> content, None when
+    unreadable) say it is, not as the disk does: `precedents check` reads what is staged
+    for a commit. Files :func:`is_adr_file` refuses are left out. Not masked and not
+    cached: each record keeps its text, since the disk may hold another."""
+    kept = {name: blobs[name] for name in sorted(blobs) if is_adr_file(name)}
+    return _graph_of(Path(folder), kept, None, None)
+
+
+def _graph_of(
+    folder: Path,
+    blobs: dict[str, bytes | None],
+    cache_dir: Path | None,
+    mask: Callable[[str], str] | None,
+) -> AdrGraph:
     # A masked graph and an unmasked one are cached apart: one never answers for the other.
     key = cache_mod.folder_key(blobs) + (":masked" if mask is not None else "")
     if cache_dir is not None:

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 import precedents.cli.adr as adr
+import precedents.cli.check as check
 import precedents.cli.daemon as daemon
 import precedents.cli.evaluate as evaluate
 import precedents.cli.index as index
@@ -27,7 +28,7 @@ app = typer.Typer(
 
 # Every group attaches the same way, through its module's register(app). The
 # order is the order `precedents --help` lists them in (sub-groups come last).
-for group in (watch, daemon, index, query, remember, why, mcp, evaluate, adr, service):
+for group in (watch, daemon, index, query, remember, check, why, mcp, evaluate, adr, service):
     group.register(app)
 
 

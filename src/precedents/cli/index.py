@@ -156,7 +156,11 @@ def _status_lines(info: dict[str, Any]) -> list[str]:
     if info.get("model_load_seconds") is not None:
         lines.append(f"model load: {info['model_load_seconds']:.1f}s (last time it was needed)")
     lines.append(f"sources: {len(info['sources'])} folders")
-    lines += [f"  {s['kind']:<13} {s['root']}" for s in info["sources"]]
+    for s in info["sources"]:
+        kind = f"{s['kind']} ({s['origin']})" if s.get("origin") else s["kind"]
+        lines.append(f"  {kind:<13} {s['root']}")
+        if s.get("problem"):  # a team's config.toml that could not be followed
+            lines.append(f"    problem: {s['problem']}")
     withheld = info.get("withheld_paths") or []
     if withheld:
         lines.append(f"withheld: {len(withheld)} not indexed, a secret in the path (masked)")

@@ -10,7 +10,7 @@ from precedents import api
 from precedents.cli.common import JsonOpt, ProjectOpt, add_commands, print_json
 from precedents.config import load_settings
 from precedents.errors import UsageError
-from precedents.inert import SUSPECT_MARK
+from precedents.inert import SUSPECT_MARK, team_label
 
 if TYPE_CHECKING:
     from precedents.api import QueryResult
@@ -66,12 +66,14 @@ def _print_results(result: QueryResult, all_projects: bool) -> None:
         label = f"{r['adr_id']} {r['name']}" if r["adr_id"] else r["name"]
         desc = f" — {r['description']}" if r["description"] else ""
         mark = r.get("mark") or ""
+        kind = r["kind"]
+        if r.get("team"):  # a team note: "note (team, author, date)", as the hook shows it
+            kind = f"{kind} {team_label(r.get('author') or '', r['date'])}"
         if r.get("suspect"):  # its text reads as orders: the path only (docs/daemon.md)
             mark = f"{SUSPECT_MARK} {mark}".rstrip()
             label, desc = "", ""
         typer.echo(
-            f"{r['score']:.3f}  {mark + ' ' if mark else ''}{r['kind']:<12} {label}{desc} "
-            f"({r['path']})"
+            f"{r['score']:.3f}  {mark + ' ' if mark else ''}{kind:<12} {label}{desc} ({r['path']})"
         )
 
 

@@ -37,6 +37,7 @@ from precedents.ingest.chunking import (
 from precedents.ingest.progress import PassProgress, Progress
 from precedents.ingest.report import IndexReport as IndexReport
 from precedents.ingest.sources import Problem, SourceFile, Walk
+from precedents.ingest.team import TEAM, is_team_note, team_fields
 from precedents.kinds import KINDS, Kind
 from precedents.models.embedding import Embedder, canonical_model_id, load_embedder
 from precedents.models.language import is_english
@@ -61,7 +62,8 @@ EMBED_BATCH = 64
 #    command lines) and, in conversations, wherever a value found once recurs; files
 #    whose path carries a secret withheld (issue #20). What older versions stored
 #    may hold those secrets in clear, so every kind is read again.
-CHUNKER_VERSION = "5"
+# 6: a team note (ingest/team.py) is stored with its origin and author, dated by `created`.
+CHUNKER_VERSION = "6"
 # The kinds each version's change touched: a store read by an older parser re-reads
 # only those (version 4 left conversations as they were: a heavy user's logs are
 # most of the embedding work, and none of it would change).
@@ -71,6 +73,7 @@ CHANGED_KINDS: dict[int, frozenset[Kind]] = {
     3: frozenset(KINDS),
     4: _DOCUMENTS,
     5: frozenset(KINDS),
+    6: frozenset({"note"}),
 }
 
 # Meta keys of a re-read in progress: the parser version, and when it began (files
@@ -120,12 +123,14 @@ def first_things_first(files: Sequence[SourceFile]) -> list[SourceFile]:
 
 
 def index_note(settings: Settings, model: Embedder, path: Path, project: str) -> int:
-    """Index one note file now (``remember``), as the one writer; returns files indexed."""
+    """Index one note file now (``remember``), as the one writer; returns files indexed.
+    A note in its project's team folder is a team note (``remember --team``, ``promote``)."""
+    origin = TEAM if is_team_note(path, Path(project)) else ""
     writer = WriterLock(settings.run_dir)
     with writer.held():
         store = LazyStore(settings.index_dir, model.model_id, lambda: model).open()
         indexer = Indexer(settings, store, model, writer)
-        report = indexer.index_files([SourceFile(path, "note", project, path.parent)])
+        report = indexer.index_files([SourceFile(path, "note", project, path.parent, origin)])
     return report.files_indexed
 
 
@@ -375,6 +380,9 @@ class Indexer:
         stem = f"{src.path.name} ({placed.base}/)" if placed and placed.base else src.path.stem
         meta = parse_note(mask_secrets(text), stem)
         name, description, date, adr_id = meta.name, meta.description, meta.date, ""
+        author = ""
+        if src.origin == TEAM:
+            author, date = team_fields(meta.front, date)
         warnings = list(meta.warnings)
         if src.kind == "adr":
             adr_id, name, date, component = self._adr_identity(src, name, date)
@@ -390,7 +398,16 @@ class Indexer:
             report.problems.append(Problem(str(src.path), warning))
         chunks = chunk_document(name, description, meta.body)
         doc = DocumentRecord(
-            src.kind, src.project, str(src.path), name, description, date, adr_id, scope.to_json()
+            src.kind,
+            src.project,
+            str(src.path),
+            name,
+            description,
+            date,
+            adr_id,
+            scope.to_json(),
+            src.origin,
+            author,
         )
         return doc, chunks
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from precedents.config import Settings
 from precedents.errors import UsageError
+from precedents.ingest import team
 from precedents.kinds import SHARED_PROJECT, Kind, git_root
 from precedents.rules import formats as rule_formats
 from precedents.secrets.names import FOLDER_REASON, masked_path, shown_path, withheld_reason
@@ -36,6 +37,14 @@ JSONL = (".jsonl",)
 
 
 @dataclass(frozen=True)
+class Problem:
+    """A file or folder that could not be (fully) read, with the reason."""
+
+    path: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class SourceDir:
     """A folder whose files of one kind belong to one project."""
 
@@ -47,6 +56,14 @@ class SourceDir:
     # When set: only the files of exactly these names directly in ``root``, hidden
     # ones included (`.cursorrules`, `AGENTS.md`); ``suffix`` and ``recursive`` unused.
     names: tuple[str, ...] = ()
+    # "team": a repository's team notes (ingest/team.py); "" for every other source.
+    origin: str = ""
+    # The folder may not exist yet (a repository's team notes before the first one is
+    # pulled): the walk passes over it in silence, the watcher waits for it to appear.
+    optional: bool = False
+    # What was wrong in the config that placed it (a team's config.toml), reported by
+    # the walk where every source problem is: `reindex`, the watcher's log, `status`.
+    problem: Problem | None = None
 
     def takes(self, name: str) -> bool:
         """Whether a file called ``name`` (directly in, or below, ``root``) is this source's."""
@@ -94,14 +111,7 @@ class SourceFile:
     kind: Kind
     project: str
     root: Path
-
-
-@dataclass(frozen=True)
-class Problem:
-    """A file or folder that could not be (fully) read, with the reason."""
-
-    path: str
-    reason: str
+    origin: str = ""  # the source's (SourceDir.origin)
 
 
 @dataclass
@@ -249,11 +259,43 @@ def configured_sources(settings: Settings, given: Sources | None = None) -> list
 
 
 def project_sources(root: Path) -> list[SourceDir]:
-    """A project's own ADR folders and rule files (docs/rules.md), found without config."""
+    """A project's own ADR folders, rule files (docs/rules.md) and team notes
+    (docs/team.md), found without config."""
     out = [SourceDir("adr", d, str(root), (".md",), recursive=True) for d in _repo_adr_dirs([root])]
     for w in rule_formats.discover(root).watches:
         out.append(SourceDir("rule", w.folder, str(root), w.suffixes, w.recursive, names=w.names))
+    # Last: a team folder named over an ADR or rule folder leaves those files what they are.
+    # Only a repository has team notes: they are shared by committing them.
+    if (root / ".git").exists():
+        out.append(team_source(root))
     return out
+
+
+def team_source(root: Path) -> SourceDir:
+    """The team notes of the repository at ``root``: its folder, whether or not it exists
+    yet, and the problem of its config when there is one."""
+    found = team.team_config(root)
+    problem = Problem(shown_path(found.config_file), found.problem) if found.problem else None
+    notes = Path(os.path.normpath(found.notes.absolute()))  # events are matched as strings
+    return SourceDir(
+        "note", notes, str(root), MARKDOWN, True, origin=team.TEAM, optional=True, problem=problem
+    )
+
+
+def source_rows(sources: Iterable[SourceDir]) -> list[dict[str, object]]:
+    """`status`'s account of ``sources``: kind, folder (masked), project, a team folder
+    marked; team folders that do not exist yet are left out unless their config is wrong."""
+    rows: list[dict[str, object]] = []
+    for s in sources:
+        if s.optional and s.problem is None and not s.root.is_dir():
+            continue
+        row: dict[str, object] = {"kind": s.kind, "root": shown_path(s.root), "project": s.project}
+        if s.origin:
+            row["origin"] = s.origin
+        if s.problem is not None:
+            row["problem"] = f"{shown_path(s.problem.path)}: {s.problem.reason}"
+        rows.append(row)
+    return rows
 
 
 def _given_sources(given: Sources) -> list[SourceDir]:
@@ -265,8 +307,10 @@ def _given_sources(given: Sources) -> list[SourceDir]:
                 raise UsageError(f"{d}: no such folder")
             owner = SHARED_PROJECT if kind == "rule" else proj
             suffix = JSONL if kind == "conversation" else MARKDOWN
+            # `--notes .precedents/notes`: still the team's notes, marked as such.
+            origin = team.TEAM if kind == "note" and team.is_team_note(d, Path(proj)) else ""
             out.append(
-                SourceDir(kind, d.absolute(), owner, suffix, recursive=kind != "conversation")
+                SourceDir(kind, d.absolute(), owner, suffix, kind != "conversation", origin=origin)
             )
     return out
 
@@ -298,6 +342,10 @@ def walk(sources: Iterable[SourceDir]) -> Walk:
     for src in sources:
         # Its rows (from a store built before names were checked) must still go.
         result.roots.append(src.root)
+        if src.problem is not None and src.problem not in result.problems:
+            result.problems.append(src.problem)
+        if src.optional and not src.root.exists():
+            continue  # not there yet: nothing to list, nothing wrong
         root = masked_path(src.root)
         if root is not None:
             result.withhold(Problem(root, FOLDER_REASON))
@@ -310,7 +358,7 @@ def walk(sources: Iterable[SourceDir]) -> Walk:
             if reason is not None:
                 result.withhold(Problem(shown_path(path), reason))
                 continue
-            result.files.append(SourceFile(path, src.kind, src.project, src.root))
+            result.files.append(SourceFile(path, src.kind, src.project, src.root, src.origin))
     # A folder that cannot be listed may be the one whose name carries a secret.
     result.problems += [Problem(shown_path(p.path), p.reason) for p in problems]
     return result

@@ -196,7 +196,7 @@ ANSWERS_JSON = r"""{
       }
      },
      {
-      "description": "Save a memory note (secrets masked) in the project's Claude Code memory folder.",
+      "description": "Save a memory note (secrets masked): with `scope` personal (the default) in the\n        project's Claude Code memory folder; team: in its repository's team notes, to be\n        committed (`git_add` in the answer stages it; nothing is committed).",
       "inputSchema": {
        "properties": {
         "project": {
@@ -210,6 +210,15 @@ ANSWERS_JSON = r"""{
          ],
          "default": null,
          "title": "Project"
+        },
+        "scope": {
+         "default": "personal",
+         "enum": [
+          "personal",
+          "team"
+         ],
+         "title": "Scope",
+         "type": "string"
         },
         "text": {
          "title": "Text",
@@ -431,7 +440,7 @@ ANSWERS_JSON = r"""{
       }
      },
      {
-      "description": "Save a memory note (secrets masked) in the project's Claude Code memory folder.",
+      "description": "Save a memory note (secrets masked): with `scope` personal (the default) in the\n        project's Claude Code memory folder; team: in its repository's team notes, to be\n        committed (`git_add` in the answer stages it; nothing is committed).",
       "inputSchema": {
        "properties": {
         "project": {
@@ -445,6 +454,15 @@ ANSWERS_JSON = r"""{
          ],
          "default": null,
          "title": "Project"
+        },
+        "scope": {
+         "default": "personal",
+         "enum": [
+          "personal",
+          "team"
+         ],
+         "title": "Scope",
+         "type": "string"
         },
         "text": {
          "title": "Text",
@@ -666,7 +684,7 @@ ANSWERS_JSON = r"""{
       }
      },
      {
-      "description": "Save a memory note (secrets masked) in the project's Claude Code memory folder.",
+      "description": "Save a memory note (secrets masked): with `scope` personal (the default) in the\n        project's Claude Code memory folder; team: in its repository's team notes, to be\n        committed (`git_add` in the answer stages it; nothing is committed).",
       "inputSchema": {
        "properties": {
         "project": {
@@ -680,6 +698,15 @@ ANSWERS_JSON = r"""{
          ],
          "default": null,
          "title": "Project"
+        },
+        "scope": {
+         "default": "personal",
+         "enum": [
+          "personal",
+          "team"
+         ],
+         "title": "Scope",
+         "type": "string"
         },
         "text": {
          "title": "Text",
@@ -901,7 +928,7 @@ ANSWERS_JSON = r"""{
       }
      },
      {
-      "description": "Save a memory note (secrets masked) in the project's Claude Code memory folder.",
+      "description": "Save a memory note (secrets masked): with `scope` personal (the default) in the\n        project's Claude Code memory folder; team: in its repository's team notes, to be\n        committed (`git_add` in the answer stages it; nothing is committed).",
       "inputSchema": {
        "properties": {
         "project": {
@@ -915,6 +942,15 @@ ANSWERS_JSON = r"""{
          ],
          "default": null,
          "title": "Project"
+        },
+        "scope": {
+         "default": "personal",
+         "enum": [
+          "personal",
+          "team"
+         ],
+         "title": "Scope",
+         "type": "string"
         },
         "text": {
          "title": "Text",

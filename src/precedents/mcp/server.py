@@ -9,7 +9,7 @@ data, never instructions (docs/adr-graph.md, "Output is inert").
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 MAX_K = 50
 MAX_PATH_CHARS = 4096
 MAX_WORDS = 64
+SCOPES = ("personal", "team")  # the `remember` tool's: where the note is written
 
 
 def _path_arg(name: str, value: str) -> str:
@@ -117,9 +118,18 @@ def build_server(settings: Settings | None = None) -> MCPServer:
 
     @server.tool(name="remember")
     @guarded
-    def remember(text: str, title: str | None = None, project: str | None = None) -> dict[str, Any]:
-        """Save a memory note (secrets masked) in the project's Claude Code memory folder."""
-        return api.remember(conf, text, title=title, project=project)
+    def remember(
+        text: str,
+        title: str | None = None,
+        project: str | None = None,
+        scope: Literal["personal", "team"] = "personal",
+    ) -> dict[str, Any]:
+        """Save a memory note (secrets masked): with `scope` personal (the default) in the
+        project's Claude Code memory folder; team: in its repository's team notes, to be
+        committed (`git_add` in the answer stages it; nothing is committed)."""
+        if scope not in SCOPES:
+            raise UsageError(f"scope must be one of {', '.join(SCOPES)}, not {str(scope)[:40]!r}")
+        return api.remember(conf, text, title=title, project=project, team=scope == "team")
 
     return server
 

@@ -129,6 +129,8 @@ def recent_answers(log_dir: Path, project: str | None, n: int = 5) -> list[dict[
                 "shown": entry["shown"] if "shown" in entry else entry.get("ids") or [],
                 # Shown as their path only: their text reads as orders (docs/daemon.md).
                 "suspect": entry.get("suspect") or [],
+                # Team notes among them, with their marks ("(team, author, date)").
+                "team": entry.get("team") or {},
                 "bytes": entry.get("bytes", 0),
                 "ms": _total_ms(entry.get("ms")),
             }

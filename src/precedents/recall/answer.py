@@ -28,6 +28,8 @@ class Answer:
     suspect: tuple[str, ...] = ()
     # Records the mute list kept out that would have been chosen (`why` says "muted").
     muted: tuple[str, ...] = ()
+    # The team notes of ``shown``, path -> mark as shown ("(team, author, date)"; `why`).
+    team: dict[str, str] = field(default_factory=dict)
 
     def log_fields(self) -> dict[str, Any]:
         """Ids, bytes, scores and timings: what the log may hold about an answer."""
@@ -43,6 +45,7 @@ class Answer:
             "suspect": list(self.suspect),
             "withheld": list(self.withheld),
             "muted": list(self.muted),
+            "team": dict(self.team),
             "project": self.project,
             "bytes": len(self.context.encode("utf-8")) if self.context else 0,
             "reason": reason,

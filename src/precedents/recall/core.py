@@ -35,6 +35,7 @@ from precedents.recall.relevance import DECISION_RANKS, Relevance
 from precedents.recall.selection import select
 from precedents.recall.sessions import SessionLog
 from precedents.recall.source import Model, Opener, StoreVectors, VectorSource
+from precedents.recall.team_news import TeamSeen
 from precedents.recall.vectors import (
     CONVERSATION_RANKS,
     DOC_RANKS,
@@ -75,6 +76,7 @@ class Recall(HookAnswers):
         self.multilingual = Multilingual.for_model(self.embedder.model_id, spec)
         self.marks = AdrMarks(settings.cache_dir / "adr")
         self.muted = MuteList(settings.home)
+        self.team_seen = TeamSeen(settings.home)
         self.sessions = SessionLog()
         self._scopes: tuple[VectorSnapshot, FileScopes] | None = None
         self._snapshot: VectorSnapshot = EMPTY

@@ -3,6 +3,7 @@
 Line shapes::
 
     note  name — description (path)
+    note (team, author, YYYY-MM-DD)  name — description (path)     (a team note)
     rule  name — description (path)
     MARK adr  ID title (path)          (a live ADR has no mark: "adr  ID title (path)")
     conversation  YYYY-MM-DD title (path)
@@ -29,7 +30,11 @@ and closed by its path. A record whose text reads as orders to the agent
 (:func:`precedents.inert.suspect_reason`) is shown as its path only::
 
     ⚠️suspect note (path)
+    ⚠️suspect note (team) (path)
     ⚠️suspect MARK adr (path)
+
+A team note's mark (:func:`precedents.inert.team_label`) is part of the head: it
+never shrinks, like an ADR's.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from precedents.inert import (
+    AUTHOR_CHARS,
     DATE_CHARS,
     ELLIPSIS,
     ID_CHARS,
@@ -52,6 +58,7 @@ from precedents.inert import (
     inert_path,
     path_words,
     suspect_reason,
+    team_label,
 )
 from precedents.protocol import EVENT_PROMPT, HEADER, printed_bytes
 from precedents.recall.selection import Selection
@@ -70,6 +77,7 @@ __all__ = [
     "record_json",
     "render_records",
     "suspect_of",
+    "team_mark",
 ]
 
 
@@ -89,8 +97,16 @@ class LineParts:
 
 def suspect_of(record: DocumentRecord) -> str:
     """Why ``record``'s text reads as orders to the agent ('' when it does not): its name,
-    description, ADR id and file name are read (:func:`precedents.inert.suspect_reason`)."""
-    return suspect_reason(record.name, record.description, record.adr_id, path_words(record.path))
+    description, ADR id, author and file name are read (:func:`precedents.inert.suspect_reason`)."""
+    return suspect_reason(
+        record.name, record.description, record.adr_id, record.author, path_words(record.path)
+    )
+
+
+def team_mark(record: DocumentRecord) -> str:
+    """A team note's mark as its line shows it: ``(team, author, date)``, or ``(team)``
+    when the note is suspect (its own words are withheld)."""
+    return team_label() if suspect_of(record) else team_label(record.author, record.date)
 
 
 def line_parts(record: DocumentRecord, mark: str = "") -> LineParts:
@@ -101,7 +117,7 @@ def line_parts(record: DocumentRecord, mark: str = "") -> LineParts:
     if suspect_of(record):
         # The path and the ADR mark only: the record's own words never reach the agent.
         head = f"{SUSPECT_MARK} {mark} adr" if mark else f"{SUSPECT_MARK} {record.kind}"
-        return LineParts(head, "", "", tail)
+        return LineParts(f"{head} {team_mark(record)}" if record.team else head, "", "", tail)
     name = inert(record.name, NAME_CHARS) or inert(PurePath(record.path).stem, NAME_CHARS)
     if record.kind == "adr":
         ident = inert(record.adr_id, ID_CHARS)
@@ -117,13 +133,15 @@ def line_parts(record: DocumentRecord, mark: str = "") -> LineParts:
         date = inert(record.date, ID_CHARS)[:DATE_CHARS]  # YYYY-MM-DD of a timestamp
         title = inert(record.name, TEXT_CHARS) or name
         return LineParts(f"conversation  {date}".rstrip(), " ", title, tail)
-    return LineParts(f"{record.kind}  {name}", " — ", inert(record.description, TEXT_CHARS), tail)
+    kind = f"{record.kind} {team_mark(record)}" if record.team else record.kind
+    return LineParts(f"{kind}  {name}", " — ", inert(record.description, TEXT_CHARS), tail)
 
 
 def record_json(hit: DocumentHit, mark: str | None = None) -> QueryRow:
     """The ``precedents query --json`` (and MCP ``recall``) shape of one result: every
     field inert as on the hook's lines; a suspect record keeps its path, kind, date and
-    mark, and says ``"suspect": true`` instead of its name, description and id."""
+    mark, and says ``"suspect": true`` instead of its name, description and id. A team
+    note says ``"team": true`` and its ``author`` (withheld too when it is suspect)."""
     r = hit.record
     suspect = bool(suspect_of(r))
     row: QueryRow = {
@@ -136,7 +154,10 @@ def record_json(hit: DocumentHit, mark: str | None = None) -> QueryRow:
         "adr_id": "" if suspect else inert(r.adr_id, ID_CHARS),
         "score": round(hit.score, 4),
         "suspect": suspect,
+        "team": r.team,
     }
+    if r.team:
+        row["author"] = "" if suspect else inert(r.author, AUTHOR_CHARS)
     if mark is not None:
         row["mark"] = inert(mark, MARK_CHARS)
     return row

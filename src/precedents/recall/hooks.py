@@ -8,15 +8,17 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from precedents.ingest.sources import project_keys, project_root
+from precedents.ingest.team import TEAM
 from precedents.protocol import EVENT_FILE, EVENT_PROMPT, HEADER, printed_bytes
 from precedents.recall.answer import Answer
 from precedents.recall.files import FileScopes, relative_to_root
-from precedents.recall.format import render_records, suspect_of
+from precedents.recall.format import render_records, suspect_of, team_mark
 from precedents.recall.marks import AdrMarks
 from precedents.recall.mute import MuteList
 from precedents.recall.selection import WIDE_CAP_BYTES, Selection
 from precedents.recall.sessions import SessionLog
 from precedents.recall.start import session_text
+from precedents.recall.team_news import TeamNews, TeamSeen
 from precedents.recall.vectors import VectorSnapshot
 from precedents.store.rows import DocumentHit, DocumentRecord
 
@@ -35,6 +37,7 @@ class Given(NamedTuple):
     text: str | None
     shown: tuple[str, ...]  # paths whose lines are in ``text``
     suspect: tuple[str, ...]  # those of ``shown`` given as their path only (recall/format.py)
+    team: tuple[tuple[str, str], ...] = ()  # the team notes of ``shown``, with their marks
 
     def answer(
         self,
@@ -51,6 +54,7 @@ class Given(NamedTuple):
             withheld=self.withheld,
             shown=self.shown,
             suspect=self.suspect,
+            team=dict(self.team),
             muted=muted,
             timings_ms=timings_ms,
         )
@@ -62,6 +66,7 @@ class HookAnswers:
     marks: AdrMarks
     muted: MuteList
     sessions: SessionLog
+    team_seen: TeamSeen
     _snapshot: VectorSnapshot
 
     @property
@@ -90,7 +95,8 @@ class HookAnswers:
             text, shown = self._render(fresh, cap, header, event)
         self.sessions.give(session, [(r.path, digests.get(r.path, "")) for r in shown])
         suspect = tuple(r.path for r in shown if suspect_of(r))
-        return Given(tuple(sorted(withheld)), text, tuple(r.path for r in shown), suspect)
+        team = tuple((r.path, team_mark(r)) for r in shown if r.team)
+        return Given(tuple(sorted(withheld)), text, tuple(r.path for r in shown), suspect, team)
 
     def _render(
         self, records: Sequence[DocumentRecord], cap: int, header: str, event: str
@@ -140,6 +146,18 @@ class HookAnswers:
         given = self._give(session, records, FILE_CAP_BYTES, HEADER, EVENT_FILE)
         return given.answer(selection, root, {"total": (time.perf_counter() - started) * 1000})
 
+    def _team_news(self, root: str) -> TeamNews | None:
+        """The team notes of ``root`` changed since its last session (None while there
+        is no index in memory: an empty one would count every note as new next time)."""
+        snapshot = self._snapshot
+        if not snapshot.rows:
+            return None
+        notes: dict[str, tuple[str, DocumentRecord]] = {}
+        for m in snapshot.meta:
+            if m.get("origin") == TEAM and m["project"] == root and m["path"] not in notes:
+                notes[m["path"]] = (str(m.get("source_hash") or ""), DocumentRecord.from_row(m))
+        return self.team_seen.news(root, notes)
+
     def session_context(self, cwd: str, *, session: str = "") -> str | None:
         """The SessionStart text: the rules that always apply, then the repository's live
         ADRs (ids and titles only), capped. A session starting (new, resumed, cleared or
@@ -158,6 +176,6 @@ class HookAnswers:
                 live.append(record)
         muted = self.muted.paths()
         rules = [s for s in self.scopes.always(keys) if s.record.path not in muted]
-        text, listed = session_text([s.record for s in rules], live)
+        text, listed = session_text([s.record for s in rules], live, self._team_news(root))
         self.sessions.give(session, [(s.record.path, s.digest) for s in rules[:listed]])
         return text

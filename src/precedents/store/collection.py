@@ -50,6 +50,7 @@ from precedents.store.schema import (
     FileRecord,
     chunks_schema,
     count_files,
+    present,
     present_columns,
     rows_and_matrix,
     scope_rows,
@@ -293,6 +294,8 @@ class Store:
                 columns["text"].append(text)
                 columns["source_hash"].append(file.sha256)
                 columns["scope"].append(doc.scope)
+                columns["origin"].append(doc.origin)
+                columns["author"].append(doc.author)
             vectors.append(vecs)
         schema = chunks_schema(self.dimension)
         flat = np.concatenate(vectors).reshape(-1) if vectors else np.zeros(0, dtype=np.float32)
@@ -452,7 +455,8 @@ class Store:
     @_translated
     def document_fields(self) -> list[dict[str, Any]]:
         """One row per document: the fields `status` reads for suspect records."""
-        tbl = self._chunks.search().where(DOCUMENT_ROWS).select(DOCUMENT_COLUMNS).limit(None)
+        cols = present(DOCUMENT_COLUMNS, self._chunks.schema.names)
+        tbl = self._chunks.search().where(DOCUMENT_ROWS).select(cols).limit(None)
         return list(tbl.to_arrow().to_pylist())
 
     @_translated

@@ -29,6 +29,14 @@ class DocumentRecord:
     # The record's file scope as stored (precedents.rules.scope.Scope.to_json):
     # when a rule applies, which files a note or an ADR names. "" for none.
     scope: str = ""
+    # "team": a note a team shares through its repository (ingest/team.py); "" otherwise.
+    origin: str = ""
+    author: str = ""  # a team note's front matter `author` (masked; rendered inert)
+
+    @property
+    def team(self) -> bool:
+        """Whether this is a team note (every channel marks it so)."""
+        return self.origin == "team"
 
     @property
     def doc_id(self) -> str:
@@ -50,6 +58,8 @@ class DocumentRecord:
             date=row["date"] or "",
             adr_id=row["adr_id"] or "",
             scope=row.get("scope") or "",
+            origin=row.get("origin") or "",
+            author=row.get("author") or "",
         )
 
 
@@ -85,5 +95,7 @@ class DocumentHit:
             "description": r.description,
             "date": r.date,
             "adr_id": r.adr_id,
+            "origin": r.origin,
+            "author": r.author,
             "score": round(self.score, 4),
         }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -35,10 +36,13 @@ META_COLUMNS = (
     "chunk_index",
     "scope",
     "source_hash",
+    "origin",
+    "author",
 )
 # Columns added to the chunk table after stores were first built: an older
 # table gets them (empty) when a writer opens it, and a reader fills them in.
-ADDED_COLUMNS = ("scope",)
+# origin, author: a team note's mark and who wrote it (ingest/team.py, issue #23).
+ADDED_COLUMNS = ("scope", "origin", "author")
 
 
 def chunks_schema(dimension: int) -> pa.Schema:
@@ -58,8 +62,10 @@ def chunks_schema(dimension: int) -> pa.Schema:
             pa.field("text", pa.string()),
             pa.field("vector", pa.list_(pa.float32(), dimension)),
             pa.field("source_hash", pa.string()),
-            # Last: a table built before it existed gets it appended (ADDED_COLUMNS).
+            # Last: a table built before they existed gets them appended (ADDED_COLUMNS).
             pa.field("scope", pa.string()),
+            pa.field("origin", pa.string()),
+            pa.field("author", pa.string()),
         ]
     )
 
@@ -96,8 +102,14 @@ def count_files(files: pa.Table) -> dict[tuple[str, str], dict[str, int]]:
 def present_columns(names: list[str]) -> list[str]:
     """The metadata columns a chunk table with column ``names`` has, plus ``vector``:
     a table built before :data:`ADDED_COLUMNS` existed is read without them."""
+    return [*present(META_COLUMNS, names), "vector"]
+
+
+def present(columns: Sequence[str], names: list[str]) -> list[str]:
+    """Those of ``columns`` a chunk table with column ``names`` has (all but the
+    :data:`ADDED_COLUMNS` it was built without)."""
     have = set(names)
-    return [c for c in META_COLUMNS if c in have or c not in ADDED_COLUMNS] + ["vector"]
+    return [c for c in columns if c in have or c not in ADDED_COLUMNS]
 
 
 def rows_and_matrix(

@@ -15,7 +15,7 @@ from precedents.rules.scope import REQUESTED, Scope
 # The rows and columns `status` reads to find suspect records (precedents.inert): one row
 # per document, its fields as the hook shows them.
 DOCUMENT_ROWS = "chunk_index = 0"
-DOCUMENT_COLUMNS = ["kind", "path", "name", "description", "adr_id"]
+DOCUMENT_COLUMNS = ["kind", "path", "name", "description", "adr_id", "author"]
 
 
 class Countable(Protocol):

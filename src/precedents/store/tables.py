@@ -23,6 +23,7 @@ from precedents.store.schema import (
     RULE_COLUMNS,
     RULE_ROWS,
     count_files,
+    present,
     present_columns,
     rows_and_matrix,
     scope_rows,
@@ -74,7 +75,8 @@ class TableReader:
         if self._documents is not None:
             return self._documents
         table = self._open(CHUNKS)
-        return list(table.to_table(columns=DOCUMENT_COLUMNS, filter=DOCUMENT_ROWS).to_pylist())
+        cols = present(DOCUMENT_COLUMNS, table.schema.names)
+        return list(table.to_table(columns=cols, filter=DOCUMENT_ROWS).to_pylist())
 
     def vectors(
         self, dimension: int

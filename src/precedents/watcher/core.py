@@ -44,7 +44,14 @@ from precedents.secrets.names import shown_path
 from precedents.store import Store
 from precedents.watcher.debounce import Debouncer
 from precedents.watcher.embcache import CachedEmbedder
-from precedents.watcher.watches import Watches, may_hold_sources, route, wanted_watches, within
+from precedents.watcher.watches import (
+    Watches,
+    awaits,
+    may_hold_sources,
+    route,
+    wanted_watches,
+    within,
+)
 
 log = logging.getLogger("precedents.watcher")
 
@@ -321,8 +328,10 @@ class Watcher:
         if path in roots or any(s.recursive and within(path, str(s.root)) for s in self._sources):
             # A folder of notes moved in, out, or deleted: look at every file under it.
             self._debouncer.add(("dir", path), self.timing.quiet_s)
-        if path in roots or (
-            self._discovering and may_hold_sources(self.settings.claude_dir, path)
+        if (
+            path in roots
+            or (self._discovering and may_hold_sources(self.settings.claude_dir, path))
+            or (event_type != "deleted" and awaits(self._sources, path))
         ):
             self._debouncer.add(_REDISCOVER, self.timing.quiet_s)
 

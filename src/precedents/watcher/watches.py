@@ -70,7 +70,7 @@ def route(sources: Sequence[SourceDir], path: str) -> SourceFile | None:
             continue
         if _linked_out(Path(path), src.root):
             continue
-        return SourceFile(Path(path), src.kind, src.project, src.root)
+        return SourceFile(Path(path), src.kind, src.project, src.root, src.origin)
     return None
 
 
@@ -96,9 +96,34 @@ def may_hold_sources(claude_dir: Path, path: str) -> bool:
     return parent == projects or (os.path.dirname(parent) == projects and name == "memory")
 
 
+def awaited_at(src: SourceDir) -> str | None:
+    """Where to watch for an optional source folder that does not exist yet: its nearest
+    existing parent inside its project (a team folder before the first note is pulled).
+    None when the folder exists, or nothing inside the project does."""
+    if not src.optional or src.root.is_dir():
+        return None
+    project = src.project
+    for parent in src.root.parents:
+        if not within(str(parent), project):
+            return None
+        if parent.is_dir():
+            return str(parent)
+    return None
+
+
+def awaits(sources: Sequence[SourceDir], folder: str) -> bool:
+    """Whether a folder appearing at ``folder`` is, or leads to, an optional source folder
+    (sources are then discovered again, and watched). Not "one that is missing": by the
+    time the event is read, a `git pull` has made the whole path."""
+    return any(s.optional and within(str(s.root), folder) for s in sources)
+
+
 def wanted_watches(sources: Sequence[SourceDir], claude_dir: Path | None) -> set[WatchKey]:
     """The watches ``sources`` need; with ``claude_dir``, also where new ones appear."""
     wanted = {(str(s.root), s.recursive) for s in sources}
+    # Where an optional folder will appear (one level at a time: each new level is
+    # discovered, then watched, until the folder itself is).
+    wanted |= {(p, False) for p in map(awaited_at, sources) if p is not None}
     if claude_dir is not None:
         wanted |= {(str(claude_dir), False), (str(claude_dir / "projects"), False)}
     # A recursive watch of a folder already sees its direct children.

@@ -1,0 +1,135 @@
+"""Team notes: memory notes a team shares through its repository (issue #23).
+
+A repository's team notes live in one folder of the repository, by default
+``.precedents/notes/``. A team may name another folder, committed with the
+repository, in ``.precedents/config.toml``::
+
+    notes = "docs/team-notes"
+
+The folder must stay inside the repository: a committed file must never point
+the indexer at a teammate's home folder or at ``/``. A config that cannot be
+read, or names a folder outside the repository, is reported (:class:`TeamConfig`
+``.problem``) and the default folder is used: a teammate's typo must not make
+the team's notes disappear without a word.
+
+A team note is a note of the repository's project, stored with ``origin =
+"team"`` and its ``author`` (front matter ``author``), dated by ``created``
+(else ``date``): every channel shows it as ``note (team, author, date)``.
+"""
+
+from __future__ import annotations
+
+import getpass
+import subprocess
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from precedents.errors import UsageError
+from precedents.ingest import markdown
+from precedents.kinds import git_root
+
+TEAM_DIR = ".precedents"
+CONFIG_NAME = "config.toml"
+DEFAULT_NOTES = Path(TEAM_DIR) / "notes"
+# The `origin` a team note is stored with (a personal note's is "").
+TEAM = "team"
+GIT_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True)
+class TeamConfig:
+    """Where a repository keeps its team notes, and what was wrong with its config."""
+
+    root: Path
+    notes: Path
+    problem: str = ""  # why the config was not followed ("" when it was, or there is none)
+
+    @property
+    def config_file(self) -> Path:
+        """The repository's team config (it may not exist)."""
+        return self.root / TEAM_DIR / CONFIG_NAME
+
+
+def team_config(root: Path) -> TeamConfig:
+    """The team-notes folder of the repository at ``root`` (its git root)."""
+    default = root / DEFAULT_NOTES
+    path = root / TEAM_DIR / CONFIG_NAME
+    try:
+        with path.open("rb") as fh:
+            data = tomllib.load(fh)
+    except FileNotFoundError:
+        return TeamConfig(root, default)
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        return TeamConfig(root, default, f"cannot read it ({exc}); using {DEFAULT_NOTES}")
+    value = data.get("notes", str(DEFAULT_NOTES))
+    if not isinstance(value, str) or not value.strip() or "\0" in value:
+        return TeamConfig(root, default, f"`notes` must be a folder name; using {DEFAULT_NOTES}")
+    folder = (root / value).resolve()
+    if not folder.is_relative_to(root.resolve()) or folder == root.resolve():
+        why = f"`notes = {value[:200]!r}` leaves the repository; using {DEFAULT_NOTES}"
+        return TeamConfig(root, default, why)
+    return TeamConfig(root, root / Path(value))
+
+
+def team_notes_dir(root: Path) -> Path:
+    """The folder of the repository's team notes (it may not exist yet)."""
+    return team_config(root).notes
+
+
+def is_team_note(path: Path, root: Path) -> bool:
+    """Whether ``path`` is a team note of the repository at ``root``."""
+    if not root.is_absolute():  # an unresolved project key ("claude:..."): no repository
+        return False
+    return path.absolute().is_relative_to(team_notes_dir(root).absolute())
+
+
+def repository(start: str | Path) -> Path:
+    """The git root of ``start``; a :class:`UsageError` when ``start`` is in no repository
+    (team notes are shared through one)."""
+    root = git_root(start)
+    if not (root / ".git").exists():
+        raise UsageError(
+            f"{start} is not inside a git repository: team notes are shared through one "
+            "(run it in your clone, or use --project)"
+        )
+    return root
+
+
+def author_of(root: Path) -> str:
+    """Who writes a team note in ``root``: git's ``user.name`` there, else the OS user."""
+    try:
+        found = subprocess.run(
+            ["git", "-C", str(root), "config", "user.name"],
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+        name = markdown.one_line(found.stdout) if found.returncode == 0 else ""
+    except (OSError, subprocess.SubprocessError):
+        name = ""
+    if name:
+        return name
+    try:
+        return markdown.one_line(getpass.getuser()) or "unknown"
+    except (OSError, KeyError):  # no login name and no passwd entry (a container)
+        return "unknown"
+
+
+def team_fields(front: Mapping[str, Any], date: str) -> tuple[str, str]:
+    """A team note's (author, date) from its front matter (read from the masked text):
+    ``author`` (also under ``metadata:``), and ``created`` before ``date`` (the note
+    parser's ``date``, which reads ``date`` first)."""
+    author = ""
+    created = ""
+    for source in (front, front.get("metadata")):
+        if not isinstance(source, Mapping):
+            continue
+        value = source.get("author")
+        if not author and value is not None and not isinstance(value, dict | list):
+            author = markdown.one_line(str(value))
+        created = created or (markdown.iso_date(source.get("created")) or "")
+    return author, created or date
