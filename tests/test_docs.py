@@ -914,10 +914,8 @@ def test_every_allowed_entry_is_still_needed() -> None:
 
 
 def test_docs_cli_md_is_generated_from_the_code() -> None:
-    spec = importlib.util.spec_from_file_location("docs_cli", REPO / "scripts" / "docs_cli.py")
-    assert spec is not None and spec.loader is not None
-    docs_cli = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(docs_cli)
+    from scripts import docs_cli
+
     diff = docs_cli.check()
     assert not diff, f"docs/cli.md is stale: run `python scripts/docs_cli.py`\n{diff}"
 

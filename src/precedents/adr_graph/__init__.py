@@ -3,7 +3,7 @@
 Standard library and PyYAML only, so the CLI, the watcher and the daemon can
 all import it cheaply and call the same code::
 
-    graph = build_graph(Path("docs/adr"), cache_dir)
+    graph = build_graph(Path("docs/adr"), cache_dir, mask)   # mask: the secret masker
     rec = graph.record_for_path(path)   # .id .title .status .mark .date .component
     graph.chain("ADR-0012")             # {"current", "history", "sources"}
     graph.check()                       # [Finding]

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from precedents.config import HTTP_TOKEN_ENV
 from precedents.errors import UsageError
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ HTTP_SINCE = (2, 1, 63)
 LAUNCHER_MARK = "precedents/hook/launch.py"
 # Kept equal to query_daemon.http's (the hook package imports no daemon module).
 TOKEN_HEADER = "X-Precedents-Token"
-TOKEN_ENV = "PRECEDENTS_HTTP_TOKEN"
+TOKEN_ENV = HTTP_TOKEN_ENV  # one spelling: config.py
 
 
 def launcher_path() -> Path:

@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from precedents import protocol
+from precedents.config import HTTP_TOKEN_ENV
 from precedents.hook.core import EVENTS_OUT
 from precedents.hook.core import request_for as hook_request
 from precedents.protocol import PROTOCOL_VERSION, hook_output
@@ -55,7 +56,7 @@ log = logging.getLogger("precedents.daemon.http")
 HOST = "127.0.0.1"
 PATH = "/hook"
 TOKEN_HEADER = "X-Precedents-Token"
-TOKEN_ENV = "PRECEDENTS_HTTP_TOKEN"
+TOKEN_ENV = HTTP_TOKEN_ENV  # one spelling: config.py
 SECRET_NAME = "http.secret"
 MAX_BODY_BYTES = 5 * 1024 * 1024
 # An idle keep-alive connection (the owner's, past its first request) is closed after this long.

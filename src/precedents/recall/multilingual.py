@@ -12,7 +12,7 @@ different scales (USE's cross-lingual matches sit lower than MiniLM's English
 ones), and the selection thresholds are MiniLM's. ``a`` and ``b`` come from a
 logistic fit of "applies" on each model's scores over public training pairs
 (English messages → translated records, and English → English for MiniLM;
-``training/train_crosslingual.py``), chosen so that equal probabilities map to
+``research/precedents_research/train_crosslingual.py``), chosen so that equal probabilities map to
 equal scores. The artifact is a few numbers in ``recall/data/``, named by the
 default model's profile (:attr:`precedents.config.ModelProfile.multilingual`).
 """

@@ -3,13 +3,13 @@
 The bundled model's cosine ranks records well but cannot tell "applies" from
 "unrelated" (top scores overlap; docs/eval.md). A small adapter, trained on
 public records with hand-written messages disjoint from every evaluation set
-(``training/``), maps the *query* vector, ``q' = normalize(q + q·A)``, so that
+(``research/``), maps the *query* vector, ``q' = normalize(q + q·A)``, so that
 a record that applies scores high and an unrelated message scores low against
 every record. Ranking keeps the plain cosine (the adapted vector ranked worse,
 measured); the decision uses the adapted score of the top-ranked records.
 
 The artifact ships inside the package (``recall/data/``, ~300 KiB, built by
-``training/train_relevance.py``); the model's profile names it
+``research/precedents_research/train_relevance.py``); the model's profile names it
 (:attr:`precedents.config.ModelProfile.relevance`): the bundled MiniLM only, and
 other models decide with the plain thresholds.
 """
