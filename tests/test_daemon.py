@@ -464,7 +464,7 @@ def test_refuses_a_peer_of_another_uid(caplog: pytest.LogCaptureFixture) -> None
 
 
 def test_a_removed_or_replaced_socket_is_recreated(home: Path) -> None:
-    from precedents.query_daemon.server import status
+    from precedents.query_daemon.presence import status
     from tests.conftest_daemon import start_fake_daemon
 
     proc = start_fake_daemon(home)
@@ -518,7 +518,7 @@ def test_a_deleted_run_folder_ends_the_daemon(home: Path) -> None:
 
 def test_status_sees_a_running_daemon_that_does_not_answer(home: Path) -> None:
     from precedents import runlock
-    from precedents.query_daemon.server import status
+    from precedents.query_daemon.presence import status
 
     run = home / "run"
     assert status(run, wait_s=0.1) == {"running": False, "answering": False, "pid": None}

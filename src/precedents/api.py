@@ -456,7 +456,7 @@ def serve(settings: Settings, *, idle_timeout_s: float | None = None, tcp: bool 
 
 def daemon_status(settings: Settings) -> dict[str, object]:
     """``running`` (who holds its lock), ``answering``, ``pid`` and its ping's answer."""
-    from precedents.query_daemon.server import status as server_status
+    from precedents.query_daemon.presence import status as server_status
 
     return server_status(settings.run_dir)
 

@@ -370,7 +370,7 @@ class HookSetup:
 
         from precedents.config import HTTP_TOKEN_ENV, exported_http_token
         from precedents.query_daemon.http import ensure_secret, secret_path
-        from precedents.query_daemon.server import status as server_status
+        from precedents.query_daemon.presence import status as server_status
 
         home, notes = self.settings.home, []
         if exported_http_token() != ensure_secret(home):
