@@ -312,12 +312,24 @@ def promote(settings: Settings, note: str, *, project: str | None = None) -> dic
 
 def _index_saved(settings: Settings, saved: Saved) -> dict[str, Any]:
     """Make ``saved`` searchable: the running watcher's job when it watches the note's
-    folder, else done at once by the daemon's warm model, else here."""
+    folder, else done at once by the daemon's warm model, else here. The note is
+    written: a full disk from here on (the state folder's) says so, and how to finish."""
+    try:
+        return {**saved.to_json(), "indexed_by": _indexed_by(settings, saved)}
+    except (OSError, PrecedentsError) as exc:
+        if not is_disk_full(exc):
+            raise
+        then = f"{saved.path} is saved but not searchable yet; free some space, then "
+        then += "`precedents reindex`"
+        raise disk_full(exc, settings.home, then) from None
+
+
+def _indexed_by(settings: Settings, saved: Saved) -> str:
     from precedents.watcher import ROLE as WATCHER
 
     watcher = runlock.Claim(settings.run_dir, WATCHER)
     if saved.watched and not watcher.acquire():  # a watcher holds it: the save is its job
-        return {**saved.to_json(), "indexed_by": "watcher"}
+        return "watcher"
     watcher.release()
 
     def asked(client: DaemonClient) -> str:  # its model is warm: searchable at once
@@ -330,15 +342,7 @@ def _index_saved(settings: Settings, saved: Saved) -> dict[str, Any]:
         index_note(settings, lazy_store(settings).model(), saved.path, saved.key)
         return "remember"
 
-    try:
-        by = daemon_client.daemon_or_here(settings.run_dir, asked, here)
-    except (OSError, PrecedentsError) as exc:
-        if not is_disk_full(exc):
-            raise
-        then = f"{saved.path} is saved but not searchable yet; free some space, then "
-        then += "`precedents reindex`"
-        raise disk_full(exc, settings.home, then) from None
-    return {**saved.to_json(), "indexed_by": by}
+    return daemon_client.daemon_or_here(settings.run_dir, asked, here)
 
 
 def recall(settings: Settings, text: str, project: str | None, k: int) -> RecallResult:
