@@ -155,11 +155,18 @@ def test_an_answer_the_hook_gave_up_on_is_taken_back_from_the_session(
                 protocol.ask({**request, "rid": "late1"}, 0.05, home / "run")
             assert recall.answered.wait(30)
             deadline = time.monotonic() + 30
-            while recall.sessions.withheld("S", given) and time.monotonic() < deadline:
+
+            def logged() -> bool:
+                return any('undelivered {"rid": "late1"' in r.getMessage() for r in caplog.records)
+
+            # The take-back comes first and its log line just after, in the daemon's thread.
+            while (
+                recall.sessions.withheld("S", given) or not logged()
+            ) and time.monotonic() < deadline:
                 time.sleep(0.02)
             # Never delivered: the session may be given it by its next prompt.
             assert recall.sessions.withheld("S", given) == set()
-            assert any('undelivered {"rid": "late1"' in r.getMessage() for r in caplog.records)
+            assert logged()
             # Delivered: remembered, not given twice.
             assert protocol.ask({**request, "rid": "ok1"}, 30, home / "run")["context"] == "ctx a"
             assert recall.sessions.withheld("S", given) == {"/notes/a.md"}
