@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 GIT_ENV = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "GIT_TERMINAL_PROMPT": "0"}
@@ -67,3 +68,16 @@ def commit_and_push(repo: Path, add_command: str, message: str) -> None:
     git(repo, *words[1:])
     git(repo, "commit", "-q", "-m", message)
     git(repo, "push", "-q", "origin", "main")
+
+
+def precedents(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m precedents.cli ARGS` in ``cwd`` with exactly ``env``."""
+    return subprocess.run(
+        [sys.executable, "-m", "precedents.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,7 @@ from precedents.ingest.sources import Sources, configured_sources, project_sourc
 from precedents.ingest.team import DEFAULT_NOTES, team_config
 from precedents.store import Store
 from tests.conftest import FakeEmbedder
-from tests.team_repos import GIT_ENV, git, init_repo
+from tests.team_repos import GIT_ENV, git, init_repo, precedents
 
 # Built at run time so no real-looking token sits in the source.
 GH_TOKEN = "ghp_" + "".join("Xk9mQ2vL7pRt4wZ8yB3nC6dF1gH5jK0sA"[i % 33] for i in range(36))
@@ -47,15 +46,7 @@ def cli(cwd: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRECEDENTS_")}
     env.update(GIT_ENV, PRECEDENTS_HOME=str(home), PRECEDENTS_CLAUDE_DIR=str(home / "claude"))
     env.update(HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-    return subprocess.run(
-        [sys.executable, "-m", "precedents.cli", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    return precedents(cwd, env, *args)
 
 
 @pytest.fixture

@@ -28,6 +28,7 @@ import pytest
 
 from precedents.ingest.sources import encode_project_path
 from tests.team_repos import GIT_ENV, commit_and_push, git, team_repos
+from tests.team_repos import precedents as run
 from tests.test_team_notes import FREEZE, FREEZE_PROMPT
 
 pytest.register_assert_rewrite("tests.conftest_daemon")
@@ -51,18 +52,6 @@ CACHE_PROMPT = "should the product cache be warmed before a release?"
 
 def env_for(home: Path, claude: Path) -> dict[str, str]:
     return hook_env(home, PRECEDENTS_CLAUDE_DIR=str(claude), **GIT_ENV)
-
-
-def run(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "precedents.cli", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
 
 
 @contextlib.contextmanager
