@@ -117,7 +117,8 @@ def line_parts(record: DocumentRecord, mark: str = "") -> LineParts:
     if suspect_of(record):
         # The path and the ADR mark only: the record's own words never reach the agent.
         head = f"{SUSPECT_MARK} {mark} adr" if mark else f"{SUSPECT_MARK} {record.kind}"
-        return LineParts(f"{head} {team_mark(record)}" if record.team else head, "", "", tail)
+        # A suspect team note: the mark without its author (its words are withheld).
+        return LineParts(f"{head} {team_label()}" if record.team else head, "", "", tail)
     name = inert(record.name, NAME_CHARS) or inert(PurePath(record.path).stem, NAME_CHARS)
     if record.kind == "adr":
         ident = inert(record.adr_id, ID_CHARS)
@@ -133,7 +134,8 @@ def line_parts(record: DocumentRecord, mark: str = "") -> LineParts:
         date = inert(record.date, ID_CHARS)[:DATE_CHARS]  # YYYY-MM-DD of a timestamp
         title = inert(record.name, TEXT_CHARS) or name
         return LineParts(f"conversation  {date}".rstrip(), " ", title, tail)
-    kind = f"{record.kind} {team_mark(record)}" if record.team else record.kind
+    # Not suspect (checked above): the whole mark, without reading the fields again.
+    kind = f"{record.kind} {team_label(record.author, record.date)}" if record.team else record.kind
     return LineParts(f"{kind}  {name}", " — ", inert(record.description, TEXT_CHARS), tail)
 
 
