@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from precedents.ingest.chunking import parse_note
-from precedents.ingest.markdown import plain_pairs, split_front_matter
+from precedents.text import plain_pairs, split_front_matter
 
 from .conftest import shared_path
 

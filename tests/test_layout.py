@@ -130,11 +130,11 @@ def under(prefix: str) -> list[str]:
             "precedents.store",
             ["models", "ingest", "recall", "query_daemon", "cli", "api", "watcher"],
         ),
-        # The ADR graph is standard library (and YAML) only; everything calls it. Its one
-        # ingest module is the front-matter parser (ingest.markdown, also stdlib + YAML).
+        # The ADR graph is standard library (and YAML) only; everything calls it. It reads
+        # front matter, fences and dates with precedents.text, never with ingest code.
         (
             "precedents.adr_graph",
-            ["store", "recall", "models", "ingest.indexer", "ingest.sources", "cli", "config"],
+            ["store", "recall", "models", "ingest", "cli", "config"],
         ),
         # Masking is text in, text out: it knows no store, model or reader.
         (
@@ -154,12 +154,12 @@ def under(prefix: str) -> list[str]:
         # The daemon may index one note with its warm model (`remember`), as a writer.
         ("precedents.query_daemon", ["cli", "api", "watcher"]),
         # `check` reads files and judges them: no model, no store, no reader (a pre-commit
-        # hook must start fast); of the store only its tokenizer (store.lexical).
+        # hook must start fast); the index's tokenizer it takes from precedents.text.
         (
             "precedents.check",
             [
                 *("recall", "query_daemon", "cli", "api", "models", "watcher", "hook", "mcp"),
-                *("store.collection", "ingest.indexer", "ingest.sources"),
+                *("store", "ingest.indexer", "ingest.sources"),
             ],
         ),
     ],
@@ -205,9 +205,32 @@ def test_the_hook_and_protocol_need_only_the_standard_library() -> None:
 def test_the_package_root_holds_only_shared_modules() -> None:
     """The pipeline is visible in the tree (issue #22): stages and layers are packages;
     at the root only what every layer shares (settings, errors, kinds, the wire
-    protocol, locks, inert rendering, lazy attributes) and the front door, ``api``."""
+    protocol, locks, inert rendering, lazy attributes, text helpers) and the front
+    door, ``api``."""
     flat = sorted(p.stem for p in PACKAGE.glob("*.py") if p.name != "__init__.py")
-    assert len(flat) <= 8, flat
+    # 9: ``text`` (issue #27) joined the eight, below ingest, adr_graph, check and store.
+    assert len(flat) <= 9, flat
+
+
+def test_the_text_helpers_sit_below_every_reader_of_text() -> None:
+    """``precedents.text`` (Markdown front matter, fences, dates; the index's tokenizer)
+    is what ingest, the ADR graph, ``check`` and the store share, so it imports none of
+    them, nor any other precedents module: standard library and PyYAML only."""
+    assert GRAPH["precedents.text"] == []
+    tree = ast.parse(MODULES["precedents.text"].read_text(encoding="utf-8"))
+    top = {
+        a.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for a in node.names
+    } | {
+        (node.module or "").split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and not node.level
+    }
+    assert top - {"yaml"} <= set(sys.stdlib_module_names), top
+    users = {m.split(".")[1] for m in MODULES for w in GRAPH[m] if w == "precedents.text"}
+    assert {"adr_graph", "check", "ingest", "store"} <= users
 
 
 def test_no_real_code_in_a_package_init() -> None:

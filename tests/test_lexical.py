@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from precedents.store.lexical import K1, B, Lexical, Postings, TermCache, tokens
+from precedents.store.lexical import K1, B, Lexical, Postings, TermCache
+from precedents.text import tokens
 
 DOCS = [
     ["Melanie: I signed up for the pottery class on Tuesday", "Caroline: nice, pottery!"],

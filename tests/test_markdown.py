@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from precedents.ingest.markdown import (
+from precedents.text import (
     FAST_LOADER,
     SAFE_LOADER,
     fence_marker,

@@ -39,6 +39,7 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     # Handing the environment on to a child, not reading a setting from it.
     ("hook/spawn.py", "*", "read"): "the daemon the hook starts inherits the environment",
     ("mcp/handshake.py", "*", "read"): "the child's environment, minus precedents' own",
+    ("ingest/git_log.py", "*", "read"): "git runs in the user's environment, never prompting",
     # Settings for third-party libraries, written before they are imported.
     ("models/embedding.py", "HF_HUB_OFFLINE", "write"): "no download outside `setup`",
     ("models/embedding.py", "TOKENIZERS_PARALLELISM", "write"): "no forked tokenizer threads",

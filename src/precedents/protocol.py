@@ -125,6 +125,10 @@ if TYPE_CHECKING:
         mark: NotRequired[str]  # an ADR's mark: it names a replaced one's successor
         team: NotRequired[bool]  # a team note (shared through its repository)
         author: NotRequired[str]  # a team note's author
+        # A conversation's decision passage (its description) was said in this
+        # exchange (1-based) on this day (ingest/decisions.py, issue #27).
+        exchange: NotRequired[int]
+        decided: NotRequired[str]
 
     class QueryAnswer(_Envelope):
         ok: Literal[True]

@@ -51,7 +51,7 @@ from precedents.adr_graph.model import (
     RawRelation,
     Ref,
 )
-from precedents.ingest import markdown
+from precedents.text import one_line
 
 _FM_RELATIONS = {
     "supersedes": SUPERSEDES,
@@ -336,7 +336,7 @@ def _title(
     late = has_fm_title and h1 is not None and headings[0].line < h1.line
     title = _strip_title(h1.text, number) if h1 and not late else ""
     if not title and isinstance(fm_title, str):
-        title = _strip_title(markdown.one_line(fm_title), number)
+        title = _strip_title(one_line(fm_title), number)
     if not title:
         first = next((i for i, ln in enumerate(lines) if ln.strip() and i not in fenced), None)
         m = _LOOSE_H1_RE.match(lines[first].strip()) if first is not None else None

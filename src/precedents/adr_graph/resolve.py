@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from precedents.adr_graph import text as tx
 from precedents.adr_graph.model import ParsedAdr, Ref, Target, label_for
-from precedents.ingest import markdown
+from precedents.text import one_line
 
 _TEXT_NUMBER_RE = re.compile(r"^\s*(?:adr)?[-_ #]*(\d{1,6})\b", re.I)
 _EMPHASIS_RE = re.compile(r"[`*_]+")
@@ -24,7 +24,7 @@ _FILE_SUFFIX_RE = re.compile(r"\.[A-Za-z0-9]{1,10}$")
 
 def _norm_title(title: str) -> str:
     """A title as a link's text may name it: emphasis marks, spacing and case ignored."""
-    return markdown.one_line(_EMPHASIS_RE.sub(" ", title)).lower()
+    return one_line(_EMPHASIS_RE.sub(" ", title)).lower()
 
 
 class Resolver:

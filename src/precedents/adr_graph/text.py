@@ -2,7 +2,7 @@
 
 Regular expressions only, no Markdown library: ADRs use a small, well-known
 subset, and a cold build of 1,000 records has to fit in 300 ms. What notes and
-ADRs share (front matter, fences, dates) is read by :mod:`precedents.ingest.markdown`;
+ADRs share (front matter, fences, dates) is read by :mod:`precedents.text`;
 this module adds the ADR graph's own policy on top.
 """
 
@@ -15,7 +15,14 @@ from typing import Any
 from urllib.parse import unquote
 
 from precedents.adr_graph.model import Ref
-from precedents.ingest import markdown
+from precedents.text import (
+    FAST_LOADER,
+    fence_marker,
+    find_iso_date,
+    normalize,
+    split_front_matter,
+    yaml_day,
+)
 
 # A Markdown inline link; the text may hold one level of nested brackets, as in
 # elastisys' "[Superseded by [ADR-0019](0019-x.md)]" title prefix. The href stops
@@ -56,13 +63,13 @@ def decode(data: bytes) -> str:
     Raises UnicodeDecodeError for text that is not UTF-8: the caller degrades
     the record to `unknown` rather than guessing an encoding.
     """
-    return markdown.normalize(data.decode("utf-8"))
+    return normalize(data.decode("utf-8"))
 
 
 def read_front_matter(text: str) -> tuple[dict[str, Any] | None, str, str | None]:
     """``(front matter, body, error)``; front matter is None when the file has none.
 
-    The ADR graph's reading of :func:`precedents.ingest.markdown.split_front_matter`:
+    The ADR graph's reading of :func:`precedents.text.split_front_matter`:
     a bare ``---`` opening line, keys lower-cased (``Status:`` is ``status:``),
     the C loader (speed), the body after a broken block still read (its status
     section may be fine), and errors worded for `adr list`. Re-raises the
@@ -73,7 +80,7 @@ def read_front_matter(text: str) -> tuple[dict[str, Any] | None, str, str | None
         # Stricter than notes ("--- " with a trailing blank opens no block here):
         # kept so every record reads exactly as the labelled corpora were checked.
         return None, text, None
-    found = markdown.split_front_matter(text, loader=markdown.FAST_LOADER)
+    found = split_front_matter(text, loader=FAST_LOADER)
     # Without a closed block the body is the whole text, as written.
     body = found.body if found.raw is None else found.body.lstrip("\n")
     if found.problem == "unclosed":
@@ -125,7 +132,7 @@ def scan(lines: list[str]) -> tuple[list[Heading], set[int]]:
             continue
         # Any fence marker toggles, whatever opened the fence: records are simple,
         # and this is what the labelled corpora were checked against.
-        if markdown.fence_marker(line, max_indent=3):
+        if fence_marker(line, max_indent=3):
             in_fence = not in_fence
             fenced.add(i)
             continue
@@ -212,8 +219,8 @@ def clean_date(value: Any) -> str | None:
     """
     if value is None:
         return None
-    day = markdown.yaml_day(value)
+    day = yaml_day(value)
     if day is not None:
         return day
     text = str(value).strip()
-    return markdown.find_iso_date(text) or text[:40] or None
+    return find_iso_date(text) or text[:40] or None

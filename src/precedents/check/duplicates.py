@@ -3,7 +3,7 @@
 Lexical, so that a pre-commit hook on a 2-core machine answers in milliseconds
 without loading a model: each note (name, description and body; not its author
 or date, which every note of one author shares) is cut into the index terms of
-:func:`precedents.store.lexical.tokens` (lower case, stop words out, light stem),
+:func:`precedents.text.tokens` (lower case, stop words out, light stem),
 and two notes score the mean of
 
 * the cosine of their term counts (the same words, in any order: a reworded
@@ -31,8 +31,8 @@ from typing import Final
 
 from precedents.check.model import DUPLICATE, WARNING, Finding
 from precedents.check.tree import Tree
-from precedents.ingest import markdown
 from precedents.secrets.names import shown_path
+from precedents.text import normalize, split_front_matter, tokens
 
 THRESHOLD: Final = 0.70
 # Notes shorter than this many terms say too little to be compared reliably.
@@ -50,9 +50,7 @@ class Terms:
 
     @classmethod
     def of(cls, text: str) -> Terms:
-        from precedents.store.lexical import tokens  # numpy comes with it: only when needed
-
-        read = markdown.split_front_matter(markdown.normalize(text), lenient=True)
+        read = split_front_matter(normalize(text), lenient=True)
         front = read.data or {}
         words = " ".join(str(front.get(k) or "") for k in ("name", "description"))
         terms = tokens(f"{words}\n{read.body}")

@@ -2,7 +2,7 @@
 
 The file is read as recall reads it: its format from its path
 (:func:`precedents.rules.formats.classify`), its front matter leniently, as
-Cursor reads ``.mdc`` files (:func:`precedents.ingest.markdown.split_front_matter`),
+Cursor reads ``.mdc`` files (:func:`precedents.text.split_front_matter`),
 its scope by :func:`precedents.rules.scope.rule_scope`, and its globs by
 :class:`precedents.rules.globs.GlobSet`; so what `check` says a rule does is what
 the file hook does with it. An error is a rule that silently does not do what it
@@ -20,7 +20,6 @@ from typing import Any, Final
 
 from precedents.check.globs import glob_problems
 from precedents.check.model import ERROR, RULE, WARNING, Finding, Level
-from precedents.ingest import markdown
 from precedents.rules.formats import RuleFile
 from precedents.rules.globs import split_patterns
 from precedents.rules.scope import (
@@ -33,6 +32,7 @@ from precedents.rules.scope import (
     Scope,
     rule_scope,
 )
+from precedents.text import FrontMatter, normalize, split_front_matter
 
 AGENTS: Final = {
     "cursor": "Cursor",
@@ -101,15 +101,15 @@ def rule_findings(
     ``path`` (relative to the repository); ``tracked`` (the repository's files, when
     known) lets a scope that matches none of them be named."""
     fmt, agent = placed.format, AGENTS[placed.format]
-    text = markdown.normalize(text)
-    read = markdown.split_front_matter(text, lenient=True)
+    text = normalize(text)
+    read = split_front_matter(text, lenient=True)
     found = _Found(path, read.raw)
     if read.problem is not None:
         _broken(found, read, fmt, agent)
         return found.items
     front: dict[str, Any] = read.data or {}
     if read.raw is not None and fmt in SCOPE_KEYS and fmt not in PLAIN_PAIRS:
-        strict = markdown.split_front_matter(text)
+        strict = split_front_matter(text)
         if strict.problem is not None:
             found.add(
                 WARNING,
@@ -153,7 +153,7 @@ def _first_key(raw: str | None) -> str:
     return first.group(1) if first else ""
 
 
-def _broken(found: _Found, read: markdown.FrontMatter, fmt: str, agent: str) -> None:
+def _broken(found: _Found, read: FrontMatter, fmt: str, agent: str) -> None:
     """Front matter the agent cannot read: the scope in it is lost."""
     what = {
         "unclosed": "front matter opened by `---` is never closed",

@@ -10,7 +10,7 @@ from precedents import api
 from precedents.cli.common import JsonOpt, ProjectOpt, add_commands, print_json
 from precedents.config import load_settings
 from precedents.errors import UsageError
-from precedents.inert import SUSPECT_MARK, team_label
+from precedents.inert import SUSPECT_MARK, decided_label, team_label
 
 if TYPE_CHECKING:
     from precedents.api import QueryResult
@@ -65,6 +65,9 @@ def _print_results(result: QueryResult, all_projects: bool) -> None:
     for r in rows:
         label = f"{r['adr_id']} {r['name']}" if r["adr_id"] else r["name"]
         desc = f" — {r['description']}" if r["description"] else ""
+        if r.get("exchange"):  # a conversation's decision passage: which exchange, when
+            stamp = f"{r.get('decided', '')}#{r['exchange']}"
+            desc = f" — [{decided_label(stamp)}] {r['description']}"
         mark = r.get("mark") or ""
         kind = r["kind"]
         if r.get("team"):  # a team note: "note (team, author, date)", as the hook shows it

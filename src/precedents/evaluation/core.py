@@ -54,6 +54,7 @@ MESSAGES = "messages.jsonl"
 PARTS = ("notes", "rules", "adrs", "conversations")
 MESSAGE_KINDS = ("paraphrase", "situational", "superseded_trap", "unrelated")
 MARKED = re.compile(r"⚠️|△|status unknown")
+AMENDED = "⚠️amended"
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,12 @@ class Message:
     group: str = ""  # the label its figures are reported under (default: the set's name)
     padded: bool = False  # an unrelated message wrapped in neutral chatter
     where: str = ""  # its file and line, for errors
+    # Records an expected one amended (a chat's earlier decisions, issue #27): passes
+    # when each is left out or shown with its amended mark.
+    stale: tuple[str, ...] = ()
+    # The file the agent reads next (relative to the set): the file hook's answer for
+    # it counts too ("reaches the agent, prompt or file hook").
+    file: str = ""
 
 
 @dataclass
@@ -90,6 +97,7 @@ class Ranked:
     ids: list[str]
     set: SetRun
     relevance: float | None = None  # the learned score select() decides with
+    file_text: str | None = None  # what the file hook gave for the message's file
 
 
 @dataclass
@@ -114,6 +122,9 @@ def _message(row: Any, group: str, where: str) -> Message:
         raise UsageError(f"{where}: a {kind} message needs its expected record ids")
     if kind == "superseded_trap" and not isinstance(row.get("trap"), str):
         raise UsageError(f"{where}: a superseded_trap message needs its trap record id")
+    stale = row.get("stale") or []
+    if not isinstance(stale, list) or not all(isinstance(e, str) for e in stale):
+        raise UsageError(f"{where}: stale must be a list of record ids")
     return Message(
         str(row.get("id") or where),
         row["text"],
@@ -124,6 +135,8 @@ def _message(row: Any, group: str, where: str) -> Message:
         str(row.get("group") or group),
         bool(row.get("padded_from")),
         where,
+        tuple(stale),
+        str(row.get("file") or ""),
     )
 
 
@@ -152,7 +165,7 @@ def load_messages(folder: Path) -> list[Message]:
 
 def _named(msg: Message) -> list[tuple[str, str]]:
     """Every record id a message names, with the field that names it."""
-    out = [("expected", e) for e in msg.expected]
+    out = [("expected", e) for e in msg.expected] + [("stale", e) for e in msg.stale]
     out += [(name, rid) for name, rid in (("trap", msg.trap), ("successor", msg.successor)) if rid]
     return out
 
@@ -235,7 +248,13 @@ def _rank_set(set_settings: Settings, folder: Path, model: Embedder, run: EvalRu
         for msg in messages:
             hits, relevance = recall.assess(msg.text, folder)
             ranked_ids = [ids.get(h.record.path, h.record.path) for h in hits]
-            run.ranked.append(Ranked(msg, hits, ranked_ids, one, relevance))
+            # The file hook needs no thresholds: its answer is computed once.
+            file_text = (
+                recall.file_context(str(folder), str(folder / msg.file)).context
+                if msg.file
+                else None
+            )
+            run.ranked.append(Ranked(msg, hits, ranked_ids, one, relevance, file_text))
     finally:
         recall.close()
 
@@ -291,15 +310,27 @@ def score(run: EvalRun, thresholds: Thresholds) -> dict[str, Any]:
             else format_context(selection, lambda _r: "")
         )
         shown = _shown(text, r.set.ids)
-        docs = [i for i, h in zip(r.ids, r.hits, strict=True) if h.record.kind != "conversation"]
-        _tally(add, m, docs, shown)
+        chats = any(e.startswith("conversations/") for e in m.expected)
+        # Notes, rules and ADRs are ranked among themselves (conversations rank apart);
+        # a message that expects a chat is ranked among everything.
+        docs = [
+            i
+            for i, h in zip(r.ids, r.hits, strict=True)
+            if chats or h.record.kind != "conversation"
+        ]
+        _tally(add, m, docs, shown, _shown(r.file_text, r.set.ids))
     return {k: {"ok": v[0], "n": v[1], "rate": round(v[0] / v[1], 3)} for k, v in tally.items()}
 
 
 def _tally(
-    add: Callable[[str, bool], None], m: Message, docs: list[str], shown: dict[str, str]
+    add: Callable[[str, bool], None],
+    m: Message,
+    docs: list[str],
+    shown: dict[str, str],
+    on_file: dict[str, str] | None = None,
 ) -> None:
-    """The figures one message counts towards (record ids ranked, lines shown)."""
+    """The figures one message counts towards (record ids ranked, lines shown by the prompt
+    hook, and by the file hook on the message's file)."""
     top3 = any(e in docs[:3] for e in m.expected)
     if m.kind == "paraphrase":
         add(f"{m.group}: right note first", bool(docs) and docs[0] in m.expected)
@@ -311,6 +342,20 @@ def _tally(
         add("situational: in top 3", top3)
         add("situational: injected", injected)
         add(f"situational {group}: injected", injected)
+        if m.file:
+            # Issue #27: the deciding record reaches the agent on the prompt, or on the
+            # file hook when the agent reads the file the report names.
+            given = {**(on_file or {}), **shown}
+            reached = injected or any(e in (on_file or {}) for e in m.expected)
+            add(f"situational {group}: reaches the agent (prompt or file hook)", reached)
+        else:
+            given = shown
+            reached = injected
+        if m.stale:
+            # Issue #27: the amending chat shown, each stale one marked or absent.
+            stale_ok = all(e not in given or AMENDED in given[e] for e in m.stale)
+            add("amended: latest reaches the agent, stale marked or absent", reached and stale_ok)
+            add("amended: stale never shown unmarked", stale_ok)
     elif m.kind == "superseded_trap":
         marked = m.trap in shown and bool(MARKED.search(shown[m.trap]))
         if m.trap in shown:
@@ -349,6 +394,13 @@ RELEVANCE_GRID = (
 
 # Where the learned relevance may speak (Thresholds.speak_relevance); None: never.
 SPEAK_GRID = (None, *(x / 100 for x in range(36, 61)))
+
+# Where a conversation speaks on its own: conversation_top with conversation_gap, and
+# conversation_top with conversation_relevance (a model with a learned relevance);
+# searched at the documents' best point, only when a set has conversations.
+CONVERSATION_TOPS = (0.0, *(x / 100 for x in range(20, 62, 2)))
+CONVERSATION_GAPS = tuple(x / 100 for x in range(0, 61, 2))
+CONVERSATION_RELEVANCES = tuple(x / 100 for x in range(10, 61))
 
 
 def _injected(scores: dict[str, Any]) -> float:
@@ -392,6 +444,23 @@ def tune(
         found = best[1]
         speaking = (replace(found, speak_relevance=x) for x in SPEAK_GRID)
         best = max(best, _best(run, speaking, unrelated_bar), key=lambda b: b[0])
+    if grid is None and any(h.record.kind == "conversation" for r in run.ranked for h in r.hits):
+        found = replace(
+            best[1], conversation_top=None, conversation_gap=None, conversation_relevance=None
+        )
+        alone = itertools.chain(
+            [found],
+            (
+                replace(found, conversation_top=t, conversation_gap=g)
+                for t, g in itertools.product(CONVERSATION_TOPS, CONVERSATION_GAPS)
+            ),
+            (
+                replace(found, conversation_top=t, conversation_relevance=r)
+                for t, r in itertools.product(CONVERSATION_TOPS, CONVERSATION_RELEVANCES)
+                if learned
+            ),
+        )
+        best = max(best, _best(run, alone, unrelated_bar), key=lambda b: b[0])
     return best[1], best[2]
 
 

@@ -1,6 +1,6 @@
 """Turn notes, rules and ADRs into chunks; turn parsed conversations into chunks.
 
-Pure logic: standard library and PyYAML only (through :mod:`precedents.ingest.markdown`,
+Pure logic: standard library and PyYAML only (through :mod:`precedents.text`,
 which reads front matter, fences and dates for the ADR graph too), no model, no store.
 
 Chunk rule for documents (SPEC §2), made exact here:
@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from precedents.ingest import markdown
 from precedents.ingest.conversations import Conversation, Exchange, parse_conversation
+from precedents.text import iso_date, normalize, one_line, split_front_matter, unfenced
 
 __all__ = [
     "CHUNK_CHARS",
@@ -100,7 +100,7 @@ def _split_front_matter(text: str) -> tuple[dict[str, Any] | None, str, list[str
     so nothing the author wrote is lost.
     """
     # Lenient: notes and rules are read as Cursor reads `.mdc` front matter.
-    found = markdown.split_front_matter(text, lenient=True)
+    found = split_front_matter(text, lenient=True)
     if found.error is not None:
         return None, text, [f"broken front matter: {found.error}"]
     return found.data, found.body, []
@@ -115,7 +115,7 @@ def _field(meta: dict[str, Any], key: str, warnings: list[str]) -> str:
         if isinstance(value, (dict, list)):
             warnings.append(f"front matter {key!r} is not text; ignored")
             continue
-        text = markdown.one_line(str(value))
+        text = one_line(str(value))
         if text:
             return text
     return ""
@@ -132,7 +132,7 @@ def _date_field(meta: dict[str, Any], warnings: list[str]) -> str:
             if not isinstance(source, dict) or source.get(key) is None:
                 continue
             value = source[key]
-            day = markdown.iso_date(value)
+            day = iso_date(value)
             if day is not None:
                 return day
             warnings.append(f"front matter {key!r} is not a YYYY-MM-DD date: {str(value)[:40]!r}")
@@ -153,7 +153,7 @@ def _heading_and_paragraph(body: str) -> tuple[str, str]:
     # Without a heading the description is the body's first paragraph; with one, the
     # first paragraph after it. Two passes keep that rule simple to read.
     heading, heading_at = _first_heading(lines)
-    description = markdown.one_line(" ".join(_first_paragraph(lines[heading_at + 1 :])))
+    description = one_line(" ".join(_first_paragraph(lines[heading_at + 1 :])))
     if len(description) > DERIVED_DESCRIPTION_CHARS:
         description = description[: DERIVED_DESCRIPTION_CHARS - 1].rstrip() + "…"
     return heading, description
@@ -161,12 +161,12 @@ def _heading_and_paragraph(body: str) -> tuple[str, str]:
 
 def _first_heading(lines: list[str]) -> tuple[str, int]:
     """The first level-1 heading outside code fences, one line, and its index; ``("", -1)``."""
-    for i, stripped, opens_fence in markdown.unfenced(lines):
+    for i, stripped, opens_fence in unfenced(lines):
         if opens_fence:
             continue
         found = _HEADING.fullmatch(stripped)
         if found and found.group(1):
-            return markdown.one_line(found.group(1)), i
+            return one_line(found.group(1)), i
     return "", -1
 
 
@@ -177,7 +177,7 @@ def _first_paragraph(lines: list[str]) -> list[str]:
     (or is skipped before it starts): none of them reads as a description.
     """
     paragraph: list[str] = []
-    for _, stripped, opens_fence in markdown.unfenced(lines):
+    for _, stripped, opens_fence in unfenced(lines):
         if not stripped:
             if paragraph:
                 break
@@ -226,7 +226,7 @@ def parse_note(text: str, stem: str) -> NoteMeta:
     Broken front matter (unterminated, invalid YAML, not a mapping) is a warning, and
     the whole text is then the body.
     """
-    meta, body, warnings = _split_front_matter(markdown.normalize(text))
+    meta, body, warnings = _split_front_matter(normalize(text))
     body = body.strip()
     name = description = date = ""
     if meta:
@@ -288,8 +288,13 @@ def chunk_document(name: str, description: str, body: str) -> list[str]:
     return chunks
 
 
-def conversation_chunks(conv: Conversation) -> list[str]:
-    """Chunks of a conversation: each exchange as ``prompt\\n\\nanswer`` in pieces.
+def conversation_chunks(conv: Conversation, decided: int = 0) -> list[str]:
+    """Chunks of a conversation: each exchange as ``prompt\\n\\nanswer`` in pieces,
+    after a first chunk that is the deciding exchange's first piece when the
+    conversation has a decision passage in exchange ``decided`` (1-based,
+    :mod:`precedents.ingest.decisions`): its vector is what amendments across chats
+    are found by (:mod:`precedents.recall.amendments`), and it stays even when the
+    exchange is older than the newest ``MAX_CONVERSATION_CHUNKS``.
 
     An exchange's first piece has no prefix (it starts with the prompt, which says
     what it is about); later pieces are prefixed with the title and a newline. At most
@@ -304,11 +309,18 @@ def conversation_chunks(conv: Conversation) -> list[str]:
     for exchange in reversed(conv.exchanges):
         if room <= 0:
             break
-        text = exchange.prompt
-        if exchange.answer:
-            text = f"{text}\n\n{exchange.answer}" if text else exchange.answer
-        pieces = split_pieces(text)[:room]
+        pieces = split_pieces(_exchange_text(exchange))[:room]
         chunks = pieces[:1] + [_prefixed(conv.title, piece) for piece in pieces[1:]]
         per_exchange.append(chunks)
         room -= len(chunks)
-    return [chunk for chunks in reversed(per_exchange) for chunk in chunks]
+    head: list[str] = []
+    if 0 < decided <= len(conv.exchanges):
+        head = split_pieces(_exchange_text(conv.exchanges[decided - 1]))[:1]
+    return head + [chunk for chunks in reversed(per_exchange) for chunk in chunks]
+
+
+def _exchange_text(exchange: Exchange) -> str:
+    text = exchange.prompt
+    if exchange.answer:
+        text = f"{text}\n\n{exchange.answer}" if text else exchange.answer
+    return text

@@ -1,6 +1,6 @@
 """Claude Code transcripts (``~/.claude/projects/<encoded-cwd>/*.jsonl``) -> exchanges.
 
-Pure logic: standard library and :mod:`precedents.ingest.markdown` (one-line text, dates)
+Pure logic: standard library and :mod:`precedents.text` (one-line text, dates)
 only. Checked against real transcripts of Claude Code 1.0.98 to 2.1.293
 (``shared/claude-code``).
 
@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from precedents.ingest import markdown
+from precedents.text import ISO_DATE, one_line
 
 __all__ = ["TITLE_CHARS", "Conversation", "Exchange", "MaskTogether", "parse_conversation"]
 
@@ -368,17 +368,17 @@ class _Reader:
     def _title(self) -> str:
         """The best title line (SPEC order), else the first prompt cut to TITLE_CHARS."""
         if self.titles:
-            return markdown.one_line(self.titles[min(self.titles)])  # masked already
+            return one_line(self.titles[min(self.titles)])  # masked already
         if self.exchanges:
             # The prompt is already masked; cut after masking so no half secret survives.
-            return markdown.one_line(self.exchanges[0].prompt)[:TITLE_CHARS].rstrip()
+            return one_line(self.exchanges[0].prompt)[:TITLE_CHARS].rstrip()
         return ""
 
     def _date(self) -> str:
         """The day of the first exchange, else of the first line with a timestamp."""
         first = self.exchanges[0].timestamp if self.exchanges else ""
         stamp = first or self.first_timestamp
-        return stamp[:10] if markdown.ISO_DATE.match(stamp) else ""
+        return stamp[:10] if ISO_DATE.match(stamp) else ""
 
 
 def _strings(value: object) -> Iterator[str]:

@@ -34,6 +34,7 @@ from precedents.ingest.chunking import (
     parse_conversation,
     parse_note,
 )
+from precedents.ingest.decisions import decision_passage
 from precedents.ingest.progress import PassProgress, Progress
 from precedents.ingest.report import IndexReport as IndexReport
 from precedents.ingest.sources import Problem, SourceFile, Walk
@@ -63,7 +64,11 @@ EMBED_BATCH = 64
 #    whose path carries a secret withheld (issue #20). What older versions stored
 #    may hold those secrets in clear, so every kind is read again.
 # 6: a team note (ingest/team.py) is stored with its origin and author, dated by `created`.
-CHUNKER_VERSION = "6"
+# 7: a conversation's decision passage (ingest/decisions.py) is its description, its
+#    deciding exchange its first chunk, `decided` says where it was said and its
+#    scope the files and code that exchange names; notes and ADRs get the code they
+#    name in their scope too (rules/symbols.py, issue #27).
+CHUNKER_VERSION = "7"
 # The kinds each version's change touched: a store read by an older parser re-reads
 # only those (version 4 left conversations as they were: a heavy user's logs are
 # most of the embedding work, and none of it would change).
@@ -74,6 +79,7 @@ CHANGED_KINDS: dict[int, frozenset[Kind]] = {
     4: _DOCUMENTS,
     5: frozenset(KINDS),
     6: frozenset({"note"}),
+    7: frozenset({"conversation", "note", "adr"}),
 }
 
 # Meta keys of a re-read in progress: the parser version, and when it began (files
@@ -423,8 +429,25 @@ class Indexer:
         if not conv.interactive:
             report.skipped_sessions += 1
             return None, []
-        chunks = conversation_chunks(conv)
-        doc = DocumentRecord("conversation", src.project, str(src.path), conv.title, "", conv.date)
+        passage = decision_passage([(e.prompt, e.answer, e.timestamp) for e in conv.exchanges])
+        chunks = conversation_chunks(conv, passage.exchange if passage else 0)
+        scope = ""
+        if passage is not None:
+            # The files the deciding exchange (and the one that led to it) names: the
+            # file hook gives the chat when the agent touches one (recall/files.py).
+            near = conv.exchanges[max(0, passage.exchange - 2) : passage.exchange]
+            named = named_scope("\n".join(f"{e.prompt}\n{e.answer}" for e in near))
+            scope = named.to_json() if named.mentions or named.symbols else ""
+        doc = DocumentRecord(
+            "conversation",
+            src.project,
+            str(src.path),
+            conv.title,
+            passage.text if passage else "",
+            conv.date,
+            scope=scope,
+            decided=passage.stamp() if passage else "",
+        )
         return doc, chunks
 
     def _adr_identity(self, src: SourceFile, name: str, date: str) -> tuple[str, str, str, str]:

@@ -28,7 +28,7 @@ from typing import Any
 
 from precedents.config import Settings
 from precedents.errors import UsageError
-from precedents.ingest import markdown, team
+from precedents.ingest import team
 from precedents.ingest.chunking import is_memory_index, parse_note
 from precedents.ingest.remember import (
     create_note,
@@ -44,6 +44,7 @@ from precedents.ingest.sources import (
 )
 from precedents.secrets.mask import mask_secrets
 from precedents.secrets.names import shown_path, withheld_reason
+from precedents.text import normalize, split_front_matter
 
 MAX_NOTE_BYTES = 1_000_000  # a note to promote; larger is no note
 
@@ -103,8 +104,8 @@ def promote(settings: Settings, note: str, project: str | None) -> Saved:
         text = source.read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise UsageError(f"{source}: cannot read it ({exc.strerror})") from None
-    masked = mask_secrets(markdown.normalize(text))
-    found = markdown.split_front_matter(masked, lenient=True)
+    masked = mask_secrets(normalize(text))
+    found = split_front_matter(masked, lenient=True)
     meta = parse_note(masked, source.stem)
     front: dict[str, Any] = dict(found.data or {})
     body = found.body if found.data is not None else masked

@@ -23,9 +23,9 @@ from pathlib import Path
 import yaml
 
 from precedents.errors import NoteExists, UsageError, disk_full, is_disk_full
-from precedents.ingest.markdown import one_line
 from precedents.ingest.sources import claude_folder_matches, encode_project_path
 from precedents.secrets.mask import mask_secrets
+from precedents.text import one_line
 
 NAME_CHARS = 80
 DESCRIPTION_CHARS = 200

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from precedents.errors import UsageError
-from precedents.ingest import markdown
 from precedents.kinds import git_root
+from precedents.text import iso_date, one_line
 
 TEAM_DIR = ".precedents"
 CONFIG_NAME = "config.toml"
@@ -108,13 +108,13 @@ def author_of(root: Path) -> str:
             timeout=GIT_TIMEOUT_S,
             check=False,
         )
-        name = markdown.one_line(found.stdout) if found.returncode == 0 else ""
+        name = one_line(found.stdout) if found.returncode == 0 else ""
     except (OSError, subprocess.SubprocessError):
         name = ""
     if name:
         return name
     try:
-        return markdown.one_line(getpass.getuser()) or "unknown"
+        return one_line(getpass.getuser()) or "unknown"
     except (OSError, KeyError):  # no login name and no passwd entry (a container)
         return "unknown"
 
@@ -130,6 +130,6 @@ def team_fields(front: Mapping[str, Any], date: str) -> tuple[str, str]:
             continue
         value = source.get("author")
         if not author and value is not None and not isinstance(value, dict | list):
-            author = markdown.one_line(str(value))
-        created = created or (markdown.iso_date(source.get("created")) or "")
+            author = one_line(str(value))
+        created = created or (iso_date(source.get("created")) or "")
     return author, created or date

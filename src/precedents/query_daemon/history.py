@@ -27,7 +27,7 @@ _HOOK_MARK = " precedents.hook: {"
 
 # Reasons for which something was chosen (recall/selection.py; "file": the file hook's;
 # "session": SessionStart's list).
-CHOSEN = ("narrow", "wide", "changed", "relevant", "file", "session")
+CHOSEN = ("narrow", "wide", "changed", "relevant", "conversation", "file", "session")
 EVENTS = {"context": "prompt", "file": "file", "session": "session"}
 # What a hook that did not print the daemon's answer says it did instead.
 NOT_DELIVERED = {"timeout": "late: not delivered"}
@@ -131,6 +131,8 @@ def recent_answers(log_dir: Path, project: str | None, n: int = 5) -> list[dict[
                 "suspect": entry.get("suspect") or [],
                 # Team notes among them, with their marks ("(team, author, date)").
                 "team": entry.get("team") or {},
+                # Conversations among them: where their decision passage was said.
+                "decided": entry.get("decided") or {},
                 "bytes": entry.get("bytes", 0),
                 "ms": _total_ms(entry.get("ms")),
             }

@@ -30,6 +30,9 @@ class Answer:
     muted: tuple[str, ...] = ()
     # The team notes of ``shown``, path -> mark as shown ("(team, author, date)"; `why`).
     team: dict[str, str] = field(default_factory=dict)
+    # The conversations of ``shown`` with their decision passage, path -> where it was
+    # said ("YYYY-MM-DD#N": day and exchange; `why` says which exchange was picked).
+    decided: dict[str, str] = field(default_factory=dict)
 
     def log_fields(self) -> dict[str, Any]:
         """Ids, bytes, scores and timings: what the log may hold about an answer."""
@@ -46,6 +49,7 @@ class Answer:
             "withheld": list(self.withheld),
             "muted": list(self.muted),
             "team": dict(self.team),
+            "decided": dict(self.decided),
             "project": self.project,
             "bytes": len(self.context.encode("utf-8")) if self.context else 0,
             "reason": reason,

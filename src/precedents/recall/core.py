@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from precedents.ingest.sources import project_keys, project_root
 from precedents.kinds import DOCUMENT_KINDS, Kind
 from precedents.models.embedding import Embedder, load_embedder
 from precedents.protocol import HEADER, MIN_PROMPT_CHARS, clip_prompt
+from precedents.recall.amendments import Amendments
 from precedents.recall.answer import Answer
 from precedents.recall.batcher import Batcher, Ranked, Work, daemon_threads
 from precedents.recall.exported import ExportedVectors
@@ -38,13 +40,14 @@ from precedents.recall.source import Model, Opener, StoreVectors, VectorSource
 from precedents.recall.team_news import TeamSeen
 from precedents.recall.vectors import (
     CONVERSATION_RANKS,
+    DECIDED_RANKS,
     DOC_RANKS,
     EMPTY,
     MultilingualScores,
     VectorSnapshot,
 )
 from precedents.recall.when import window
-from precedents.store.rows import DocumentHit
+from precedents.store.rows import DocumentHit, DocumentRecord
 
 __all__ = ["Answer", "Recall", "auto_context"]
 
@@ -121,6 +124,7 @@ class Recall(HookAnswers):
         # Built here (the refresh thread in the daemon), not on the first question.
         self._scopes = (snapshot, FileScopes(snapshot.meta))
         self.marks.invalidate()  # an ADR may have changed with it
+        self.marks.amendments = Amendments.of(snapshot)  # so may a chat's decision
         self._warm_multilingual()
 
     def _warm_multilingual(self) -> None:
@@ -191,6 +195,7 @@ class Recall(HookAnswers):
                 words=self.thresholds.conversation_words,
                 windows=[window(t, today) for t in words],
                 dates=self.thresholds.conversation_dates,
+                decided_ranks=DECIDED_RANKS,
             )
             for i, ranked in zip(idx, ranked_all, strict=True):
                 hits[i] = ranked
@@ -212,14 +217,17 @@ class Recall(HookAnswers):
     def _relevance(
         self, vectors: Any, hits: list[list[DocumentHit]], snapshot: VectorSnapshot
     ) -> list[float | None]:
-        """The learned score of each question's top-ranked notes, rules and ADRs."""
+        """The learned score of each question's top-ranked notes, rules and ADRs; and, on
+        the hits themselves, of the decisions of its top-ranked deciding chats."""
         if self.relevance is None:
             return [None] * len(hits)
         adapted = self.relevance.adapt(vectors)
         out: list[float | None] = []
-        for q, ranked in zip(adapted, hits, strict=True):
+        for n, (q, ranked) in enumerate(zip(adapted, hits, strict=True)):
             docs = [h for h in ranked if h.record.kind in DOCUMENT_KINDS][:DECISION_RANKS]
-            out.append(self.relevance.score(q, [snapshot.chunks_of(h.record.path) for h in docs]))
+            chunks = [snapshot.chunks_of(h.record.path) for h in docs]
+            out.append(self.relevance.score(q, chunks) if docs else None)
+            hits[n] = _decisions_scored(ranked, q, snapshot)
         return out
 
     def _ranked(
@@ -267,17 +275,21 @@ class Recall(HookAnswers):
                 self.thresholds.conversation_dates,
             )
             return hits[:k]
-        return self._ranked(text, keys)[0][:k]
+        return _few_conversations(self._ranked(text, keys)[0])[:k]
 
     def query(self, text: str, project: str | Path | None, k: int) -> dict[str, Any]:
         """The `precedents query --json` answer: the top ``k`` documents of ``project``'s
         root and shared rules (every project when None), each ADR with its mark; every
         field inert, a suspect record as its path only (:func:`record_json`)."""
         rows = [
-            record_json(hit, self.marks.mark_for(hit.record) if hit.record.kind == "adr" else None)
-            for hit in self.rank(text, project, None, k)
+            record_json(hit, self._mark_of(hit.record)) for hit in self.rank(text, project, None, k)
         ]
         return {"project": "*all*" if project is None else project_root(project), "results": rows}
+
+    def _mark_of(self, record: DocumentRecord) -> str | None:
+        """A result's mark for `query --json`: every ADR's (live: ''), an amended record's."""
+        mark = self.marks.mark_for(record)
+        return mark if mark or record.kind == "adr" else None
 
     def assess(self, text: str, project: str | Path) -> tuple[list[DocumentHit], float | None]:
         """The ranked documents of ``project`` for ``text`` and the learned relevance of
@@ -335,6 +347,38 @@ class Recall(HookAnswers):
         if self._batcher is not None:
             self._batcher.close()
         self.source.close()
+
+
+def _decisions_scored(
+    ranked: list[DocumentHit], adapted: Any, snapshot: VectorSnapshot
+) -> list[DocumentHit]:
+    """``ranked`` with the top ``DECISION_RANKS`` deciding chats (by rank) carrying the
+    adapted score of their deciding exchange (recall/selection.py)."""
+    out, scored = list(ranked), 0
+    for i, hit in enumerate(out):
+        if scored >= DECISION_RANKS:
+            break
+        if hit.record.kind != "conversation" or not hit.record.decided:
+            continue
+        scored += 1
+        vector = snapshot.decision_vector(hit.record.path)
+        if vector is not None:
+            out[i] = replace(hit, relevance=float(vector @ adapted))
+    return out
+
+
+def _few_conversations(hits: list[DocumentHit]) -> list[DocumentHit]:
+    """``hits`` with the conversations after the first ``CONVERSATION_RANKS`` left out:
+    the hook ranks more of them (the deciding ones, for their own gap), a listing shows
+    as many as before."""
+    out, seen = [], 0
+    for hit in hits:
+        if hit.record.kind == "conversation":
+            seen += 1
+            if seen > CONVERSATION_RANKS:
+                continue
+        out.append(hit)
+    return out
 
 
 def auto_context(

@@ -61,6 +61,8 @@ class FileScopes:
         # touched file looks up its own name and its folders' instead of every record.
         self._mentions: dict[str, dict[str, list[tuple[str, Scoped]]]] = {}
         self._components: dict[str, dict[str, list[Scoped]]] = {}
+        # And by the code names they name (rules/symbols.py).
+        self._symbols: dict[str, dict[str, list[Scoped]]] = {}
         for row in meta:
             path = row["path"]
             if path in self.digests:
@@ -69,11 +71,12 @@ class FileScopes:
             if row["kind"] == "conversation":
                 self.logs_by_session[os.path.splitext(os.path.basename(path))[0]] = path
             scope = Scope.from_json(row.get("scope"))
-            if scope == Scope() or row["kind"] == "conversation":
+            if scope == Scope():
                 continue
             scoped = Scoped(DocumentRecord.from_row(row), scope, self.digests[path])
             self._by_project.setdefault(row["project"], []).append(scoped)
-            if row["kind"] in ("adr", "note"):
+            # A chat's scope is the files its deciding exchange names (issue #27).
+            if row["kind"] in ("adr", "note", "conversation"):
                 self._index_names(row["project"], scoped)
 
     def _index_names(self, project: str, scoped: Scoped) -> None:
@@ -83,6 +86,15 @@ class FileScopes:
         if scoped.scope.component:
             by = self._components.setdefault(project, {})
             by.setdefault(component_key(scoped.scope.component), []).append(scoped)
+        if scoped.scope.symbols:
+            symbols = self._symbols.setdefault(project, {})
+            for symbol in scoped.scope.symbols:
+                symbols.setdefault(symbol, []).append(scoped)
+
+    def names_symbols(self, keys: Sequence[str]) -> bool:
+        """Whether any record of the projects ``keys`` names code (a touched file's
+        names are read only then)."""
+        return any(self._symbols.get(k) for k in keys)
 
     def of(self, keys: Sequence[str]) -> list[Scoped]:
         """Every scoped record of the projects ``keys``."""
@@ -95,11 +107,18 @@ class FileScopes:
             found, key=lambda s: (-s.scope.base.count("/") - bool(s.scope.base), s.record.path)
         )
 
-    def naming(self, keys: Sequence[str], rel: str) -> list[Scoped]:
-        """The ADRs and notes that name the file ``rel``, its folder or its component."""
+    def naming(
+        self, keys: Sequence[str], rel: str, declared: frozenset[str] = frozenset()
+    ) -> list[Scoped]:
+        """The ADRs, notes and deciding chats that name the file ``rel``, its folder, its
+        component, or code it declares (``declared``: rules/symbols.py)."""
         parts = rel.split("/")
         found: dict[str, Scoped] = {}
         for key in keys:
+            symbols = self._symbols.get(key, {})
+            for name in declared & symbols.keys():
+                for scoped in symbols[name]:
+                    found.setdefault(scoped.record.path, scoped)
             names = self._mentions.get(key, {})
             for part in parts:
                 for mention, scoped in names.get(part, ()):

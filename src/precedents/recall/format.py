@@ -7,6 +7,8 @@ Line shapes::
     rule  name — description (path)
     MARK adr  ID title (path)          (a live ADR has no mark: "adr  ID title (path)")
     conversation  YYYY-MM-DD title (path)
+    conversation  YYYY-MM-DD title — decision passage (path)   (ingest/decisions.py)
+    ⚠️amended YYYY-MM-DD → LATER TITLE KIND  ...      (a record a later chat amended)
 
 The byte cap counts UTF-8 over the whole line the hook prints: the JSON
 envelope (``ensure_ascii=False``) plus its newline, so a cap of 1,024 means the
@@ -15,8 +17,8 @@ hook writes at most 1,024 bytes. Fitting, in this order:
 1. Records are taken in display order; one that does not fit even with its
    shrinkable text emptied is left out whole (and later, shorter ones may
    still fit).
-2. The shrinkable text (a note's or rule's description, an ADR's or a
-   conversation's title) is cut to the same number of characters on every
+2. The shrinkable text (a note's or rule's description, an ADR's title, a
+   conversation's decision passage, else its title) is cut to the same number of characters on every
    line, the largest number that fits, with "…" marking a cut.
 3. Names, IDs, dates, paths and ADR marks never shrink: the mark is the whole
    point of showing a replaced decision.
@@ -95,6 +97,10 @@ class LineParts:
         return f"{self.head}{self.joiner}{middle}{self.tail}" if middle else self.head + self.tail
 
 
+# A conversation's title on a line that carries its decision: enough to name the task.
+CONVERSATION_TITLE_CHARS = 80
+
+
 def suspect_of(record: DocumentRecord) -> str:
     """Why ``record``'s text reads as orders to the agent ('' when it does not): its name,
     description, ADR id, author and file name are read (:func:`precedents.inert.suspect_reason`)."""
@@ -116,7 +122,7 @@ def line_parts(record: DocumentRecord, mark: str = "") -> LineParts:
     mark = inert(mark, MARK_CHARS)
     if suspect_of(record):
         # The path and the ADR mark only: the record's own words never reach the agent.
-        head = f"{SUSPECT_MARK} {mark} adr" if mark else f"{SUSPECT_MARK} {record.kind}"
+        head = f"{SUSPECT_MARK} {mark} {record.kind}" if mark else f"{SUSPECT_MARK} {record.kind}"
         # A suspect team note: the mark without its author (its words are withheld).
         return LineParts(f"{head} {team_label()}" if record.team else head, "", "", tail)
     name = inert(record.name, NAME_CHARS) or inert(PurePath(record.path).stem, NAME_CHARS)
@@ -130,13 +136,22 @@ def line_parts(record: DocumentRecord, mark: str = "") -> LineParts:
             if ident
             else LineParts(head[:-1], " ", title, tail)
         )
+    marked = f"{mark} " if mark else ""  # a record a later chat amended
     if record.kind == "conversation":
-        date = inert(record.date, ID_CHARS)[:DATE_CHARS]  # YYYY-MM-DD of a timestamp
-        title = inert(record.name, TEXT_CHARS) or name
-        return LineParts(f"conversation  {date}".rstrip(), " ", title, tail)
+        # The day its decision was said, else the conversation's first day.
+        day = inert(record.decided_on or record.date, ID_CHARS)[:DATE_CHARS]
+        head = f"{marked}conversation  {day}".rstrip()
+        # Only a stored passage shows (`decided` says where it was said): a store
+        # written before issue #27 has no description worth showing for a chat.
+        passage = inert(record.description, TEXT_CHARS) if record.decided else ""
+        if not passage:
+            return LineParts(head, " ", inert(record.name, TEXT_CHARS) or name, tail)
+        # The decision shrinks; the title (which names the task) is capped, not shrunk.
+        title = cut(inert(record.name, TEXT_CHARS) or name, CONVERSATION_TITLE_CHARS)
+        return LineParts(f"{head} {title}", " — ", passage, tail)
     # Not suspect (checked above): the whole mark, without reading the fields again.
     kind = f"{record.kind} {team_label(record.author, record.date)}" if record.team else record.kind
-    return LineParts(f"{kind}  {name}", " — ", inert(record.description, TEXT_CHARS), tail)
+    return LineParts(f"{marked}{kind}  {name}", " — ", inert(record.description, TEXT_CHARS), tail)
 
 
 def record_json(hit: DocumentHit, mark: str | None = None) -> QueryRow:
@@ -160,6 +175,9 @@ def record_json(hit: DocumentHit, mark: str | None = None) -> QueryRow:
     }
     if r.team:
         row["author"] = "" if suspect else inert(r.author, AUTHOR_CHARS)
+    if r.decided:
+        row["exchange"] = r.decided_exchange
+        row["decided"] = inert(r.decided_on, ID_CHARS)
     if mark is not None:
         row["mark"] = inert(mark, MARK_CHARS)
     return row
@@ -212,11 +230,12 @@ def format_context(
 ) -> str | None:
     """The ``additionalContext`` for ``selection``, or None when nothing is to be shown.
 
-    ``mark_for`` gives an ADR record's SPEC §4 mark ('' for a live one); it is
-    called for ADRs only. ``successors_for`` names the live record(s) that
-    replaced an ADR: each comes on the line after the replaced one (SPEC §5:
-    a replaced decision never comes alone), unless it is shown already, and
-    within the same byte cap (when it does not fit, the mark still names it).
+    ``mark_for`` gives a record's mark: an ADR's SPEC §4 mark, or the amended mark of
+    a record a later chat revised ('' for none). ``successors_for`` names the live
+    record(s) that replaced an ADR, each on the line after the replaced one (SPEC §5:
+    a replaced decision never comes alone), and the chat that amended a record, on
+    the line before it; unless shown already, and within the same byte cap (when
+    it does not fit, the mark still names it).
     """
     if not selection.chosen or selection.byte_cap <= 0:
         return None
@@ -236,7 +255,7 @@ def render_records(
     :func:`format_context`) and the records whose lines made it into the cap."""
     if successors_for is not None:
         records = _with_successors(records, successors_for)
-    parts = [line_parts(r, mark_for(r) if r.kind == "adr" else "") for r in records]
+    parts = [line_parts(r, mark_for(r)) for r in records]
     fitted = fit_kept(parts, byte_cap, event, header)
     if fitted is None:
         return None, []
@@ -250,11 +269,18 @@ def _with_successors(
     shown = {r.path for r in records}
     out: list[DocumentRecord] = []
     for record in records:
-        out.append(record)
-        if record.kind != "adr":
-            continue
+        later: list[DocumentRecord] = []
         for successor in successors_for(record):
-            if successor.path not in shown:
-                shown.add(successor.path)
+            if successor.path in shown:
+                continue
+            shown.add(successor.path)
+            # A chat that amended a record is the decision that stands: it goes first,
+            # and when both do not fit, the stale line is the one left out. A live ADR
+            # that replaced one follows it (its line reads as the answer to the mark).
+            if successor.kind == "conversation":
                 out.append(successor)
+            else:
+                later.append(successor)
+        out.append(record)
+        out.extend(later)
     return out

@@ -3,6 +3,7 @@ once-per-session bookkeeping every hook shares (a part of :class:`~.core.Recall`
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -20,6 +21,7 @@ from precedents.recall.sessions import SessionLog
 from precedents.recall.start import session_text
 from precedents.recall.team_news import TeamNews, TeamSeen
 from precedents.recall.vectors import VectorSnapshot
+from precedents.rules.symbols import defined_symbols
 from precedents.store.rows import DocumentHit, DocumentRecord
 
 # The file hook: the rules of one file are a few, at times a dozen (a Copilot
@@ -38,6 +40,7 @@ class Given(NamedTuple):
     shown: tuple[str, ...]  # paths whose lines are in ``text``
     suspect: tuple[str, ...]  # those of ``shown`` given as their path only (recall/format.py)
     team: tuple[tuple[str, str], ...] = ()  # the team notes of ``shown``, with their marks
+    decided: tuple[tuple[str, str], ...] = ()  # its conversations' passages: day#exchange
 
     def answer(
         self,
@@ -55,6 +58,7 @@ class Given(NamedTuple):
             shown=self.shown,
             suspect=self.suspect,
             team=dict(self.team),
+            decided=dict(self.decided),
             muted=muted,
             timings_ms=timings_ms,
         )
@@ -96,7 +100,10 @@ class HookAnswers:
         self.sessions.give(session, [(r.path, digests.get(r.path, "")) for r in shown])
         suspect = tuple(r.path for r in shown if suspect_of(r))
         team = tuple((r.path, team_mark(r)) for r in shown if r.team)
-        return Given(tuple(sorted(withheld)), text, tuple(r.path for r in shown), suspect, team)
+        decided = tuple((r.path, r.decided) for r in shown if r.decided)
+        return Given(
+            tuple(sorted(withheld)), text, tuple(r.path for r in shown), suspect, team, decided
+        )
 
     def _render(
         self, records: Sequence[DocumentRecord], cap: int, header: str, event: str
@@ -128,8 +135,14 @@ class HookAnswers:
         self.sessions.touch(session, rel)
         keys = tuple(project_keys(root))
         scopes = self.scopes
-        found = [*scopes.attached(keys, rel), *scopes.naming(keys, rel)]
-        muted = self.muted.paths()
+        # The code the file declares, read only when some record names code.
+        declared = (
+            defined_symbols(os.path.join(root, rel)) if scopes.names_symbols(keys) else frozenset()
+        )
+        found = [*scopes.attached(keys, rel), *scopes.naming(keys, rel, declared)]
+        # A session's own log is never recalled into it (its deciding chat names files).
+        own = scopes.logs_by_session.get(session) if session else None
+        muted = self.muted.paths() | ({own} if own else set())
         records: list[DocumentRecord] = []
         texts: set[str] = set()
         for s in found:
@@ -172,7 +185,7 @@ class HookAnswers:
         live = []
         for _path, m in sorted(seen.items(), key=lambda kv: (kv[1]["adr_id"] or "", kv[0])):
             record = DocumentRecord.from_row(m)
-            if self.marks.mark_for(record) == "":
+            if self.marks.adr_mark(record) == "":
                 live.append(record)
         muted = self.muted.paths()
         rules = [s for s in self.scopes.always(keys) if s.record.path not in muted]

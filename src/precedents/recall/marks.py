@@ -17,6 +17,7 @@ from threading import Lock
 from typing import Any
 
 from precedents.adr_graph import build_graph
+from precedents.recall.amendments import Amendments
 from precedents.secrets.mask import mask_secrets
 from precedents.store.rows import DocumentRecord
 
@@ -32,6 +33,8 @@ class AdrMarks:
         self.cache_dir = cache_dir
         self._graphs: dict[Path, Any] = {}
         self._lock = Lock()
+        # Records a later chat amended (recall/amendments.py): set with each snapshot.
+        self.amendments = Amendments()
 
     def invalidate(self) -> None:
         """Forget every graph (the store changed: an ADR may have changed)."""
@@ -48,13 +51,18 @@ class AdrMarks:
         return graph
 
     def successors_for(self, record: DocumentRecord) -> list[DocumentRecord]:
-        """The live record(s) that replaced ``record`` in its folder (the end of its chain).
+        """The live record(s) that replaced ``record``: an ADR's in its folder (the end of
+        its chain), else the newest chat that amended it (recall/amendments.py).
 
-        Empty for a live, proposed, rejected or unknown record, and for a
-        successor outside the repository or missing (its mark names it anyway).
+        Empty for a live, proposed, rejected or unknown record that no chat amended,
+        and for a successor outside the repository or missing (its mark names it anyway).
         """
         if record.kind != "adr":
-            return []
+            return self.amendments.successors_for(record)
+        replaced = self._adr_successors(record)
+        return replaced or self.amendments.successors_for(record)
+
+    def _adr_successors(self, record: DocumentRecord) -> list[DocumentRecord]:
         path = Path(record.path)
         try:
             graph = self._graph(path.parent)
@@ -82,6 +90,13 @@ class AdrMarks:
             return []
 
     def mark_for(self, record: DocumentRecord) -> str:
+        """A record's mark: an ADR's SPEC §4 mark, else (a live ADR, a conversation, a
+        note) ``⚠️amended DAY → TITLE`` when a later chat amended it; '' for none."""
+        if record.kind != "adr":
+            return self.amendments.mark_for(record)
+        return self.adr_mark(record) or self.amendments.mark_for(record)
+
+    def adr_mark(self, record: DocumentRecord) -> str:
         """The SPEC §4 mark of an ADR record ('' when live, ``status unknown`` when unsure)."""
         if record.kind != "adr":
             return ""

@@ -12,10 +12,19 @@ against almost anything, and would shrink the gap):
 
 Decisions where the SPEC is silent, written down here and in docs/daemon.md:
 
-- Conversations never decide *whether* something is shown; they only join a
-  set the documents already earned. A conversation is eligible when its score
-  is within ``near_top`` of the best document's, at most one is shown, and it
-  takes its place in score order among the at most 3 chosen.
+- A conversation joins a set the documents earned when its score is within
+  ``near_top`` of the best document's; at most one is shown, in its place in score
+  order among the at most 3 chosen.
+- A conversation also speaks on its own (issue #27: a project whose memory is its
+  chats), when it settled something: among the conversations with a decision
+  passage (ingest/decisions.py), when the best-ranked one's cosine reaches
+  ``conversation_top`` and its ranking key (cosine, words, date words:
+  recall/vectors.py) stands ``conversation_gap`` above the mean of the next ten
+  such conversations' keys ("conversation"; one conversation, wide cap, so its
+  decision passage and the chat that amended it both fit). With documents
+  chosen too, it takes the last place when the set is full. Its own rule, not the
+  documents': conversations are long and score high against almost anything, so
+  only standing out among the project's own conversations says one applies.
 - With fewer than two documents, the missing ranks of the mean count as 0, so
   a single document above ``min_top`` stands out (gap = top).
 - A changed decision speaks up a little earlier: when nothing clears the
@@ -41,7 +50,7 @@ Decisions where the SPEC is silent, written down here and in docs/daemon.md:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from precedents.config import Thresholds
 from precedents.kinds import DOCUMENT_KINDS, SHARED_PROJECT
@@ -70,7 +79,7 @@ class Selection:
     top: float  # best score among notes/rules/ADRs (0.0 if none)
     gap: float  # top - mean(ranks 2..11) over notes/rules/ADRs only
     # "irrelevant" | "below-top" | "small-gap" | "changed" | "relevant" | "narrow" | "wide"
-    # | "empty"
+    # | "conversation" | "chat-below" | "empty"
     reason: str
     relevance: float | None = None  # the learned score the decision used, if any
 
@@ -109,6 +118,75 @@ def select(
     ``successors`` (the ADR graph's) lets a changed decision be shown below the
     thresholds (see the module docstring); without it the rule is off.
     """
+    documents = _select_documents(hits, thresholds, current_project, relevance, successors)
+    spoken = conversation_alone(hits, thresholds)
+    if spoken is None and documents.reason == "empty":
+        # Only chats to go by (a project whose memory is its conversations): `why`
+        # shows the best deciding chat's cosine and learned relevance.
+        return _quiet_chats(hits, relevance) or documents
+    if spoken is None or any(h.record.kind == "conversation" for h in documents.chosen):
+        return documents
+    if not documents.chosen:
+        return Selection(
+            (spoken,), WIDE_CAP_BYTES, documents.top, documents.gap, "conversation", relevance
+        )
+    chosen = (*documents.chosen[: MAX_SHOWN - 1], spoken)
+    return replace(documents, chosen=chosen, byte_cap=WIDE_CAP_BYTES)
+
+
+def _quiet_chats(hits: Sequence[DocumentHit], relevance: float | None) -> Selection | None:
+    """Nothing chosen in a project of chats only: "chat-below", with the best deciding
+    chat's cosine as ``top`` and its learned relevance (else ``relevance``)."""
+    decided = [h for h in hits if h.record.kind == "conversation" and h.record.decided]
+    if not decided:
+        return None
+    best = max(decided, key=lambda h: h.score)
+    scored = [h.relevance for h in decided if h.relevance is not None]
+    learned = max(scored) if scored else relevance
+    return Selection((), 0, best.score, 0.0, "chat-below", learned)
+
+
+def conversation_gap(hits: Sequence[DocumentHit]) -> tuple[DocumentHit | None, float]:
+    """The best-ranked conversation of ``hits`` that settled something (it has a decision
+    passage) and how far its ranking key stands above the mean of the next ten such
+    conversations' (missing ranks count as 0)."""
+    convs = sorted(
+        (h for h in hits if h.record.kind == "conversation" and h.record.decided),
+        key=lambda h: -h.rank_key,
+    )
+    if not convs:
+        return None, 0.0
+    return convs[0], gap_of([h.rank_key for h in convs])
+
+
+def conversation_alone(hits: Sequence[DocumentHit], thresholds: Thresholds) -> DocumentHit | None:
+    """The conversation that speaks on its own for ``hits`` (module docstring), or None."""
+    floor = thresholds.conversation_top
+    if floor is None:
+        return None
+    if thresholds.conversation_relevance is not None:
+        scored = [h for h in hits if h.record.kind == "conversation" and h.relevance is not None]
+        if scored:
+            best = max(scored, key=lambda h: h.relevance or 0.0)
+            relevance = best.relevance or 0.0
+            if relevance >= thresholds.conversation_relevance and best.score >= floor:
+                return best
+    if thresholds.conversation_gap is None:
+        return None
+    top, gap = conversation_gap(hits)
+    if top is None or top.score < floor:
+        return None
+    return top if gap >= thresholds.conversation_gap else None
+
+
+def _select_documents(
+    hits: Sequence[DocumentHit],
+    thresholds: Thresholds,
+    current_project: str,
+    relevance: float | None,
+    successors: Successors | None,
+) -> Selection:
+    """The documents' rule (the module docstring), conversations joining what it earned."""
     ranked = sorted(hits, key=lambda h: -h.score)
     docs = [h for h in ranked if h.record.kind in DOCUMENT_KINDS]
     if not docs:

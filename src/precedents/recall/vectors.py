@@ -41,7 +41,12 @@ MultilingualScores = tuple[
 
 # Enough document ranks for the selection gap (ranks 2..11) and a margin.
 DOC_RANKS = 20
+# What `query` lists of the conversations at most (when -k asks for no more).
 CONVERSATION_RANKS = 3
+# What the hook ranks, besides, of the conversations that settled something (they have
+# a decision passage): one speaks on its own when it stands out among them (ranks
+# 2..11, recall/selection.py).
+DECIDED_RANKS = 12
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,7 @@ class _Subset:
     starts: NDArray[np.int64]  # first subset row of each document (for reduceat)
     docs: NDArray[np.int64]  # indices of notes/rules/ADRs among the documents
     conversations: NDArray[np.int64]  # indices of conversations among the documents
+    decided: NDArray[np.int64]  # those of the conversations with a decision passage
     multilingual_local: NDArray[np.int64]  # subset rows that also have a multilingual vector
     multilingual_matrix: NDArray[np.float32]  # those vectors, in the same order
     doc_of_path: dict[str, int]  # each document's index, by path
@@ -131,6 +137,15 @@ class VectorSnapshot:
             rows = self._rows_by_path.get(path, [])
         return self.matrix[rows]
 
+    def decision_vector(self, path: str) -> NDArray[np.float32] | None:
+        """A deciding chat's first chunk (its deciding exchange, ingest/chunking.py)."""
+        self.chunks_of(path)  # builds the rows by path once
+        assert self._rows_by_path is not None
+        for row in self._rows_by_path.get(path, ()):
+            if self.meta[row]["chunk_index"] == 0:
+                return np.asarray(self.matrix[row], dtype=np.float32)
+        return None
+
     @property
     def rows(self) -> int:
         """Chunks in the snapshot."""
@@ -165,6 +180,9 @@ class VectorSnapshot:
             starts=np.asarray(starts, dtype=np.int64),
             docs=np.asarray(docs, dtype=np.int64),
             conversations=np.asarray(convs, dtype=np.int64),
+            decided=np.asarray(
+                [d for d in convs if self.meta[rows[starts[d]]].get("decided")], dtype=np.int64
+            ),
             multilingual_local=np.asarray(local, dtype=np.int64),
             multilingual_matrix=(
                 np.stack([self.multilingual_vectors[rows[k]] for k in local]).astype(np.float32)
@@ -234,6 +252,7 @@ class VectorSnapshot:
         words: float = 0.0,
         windows: Sequence[Window | None] | None = None,
         dates: float = 0.0,
+        decided_ranks: int = 0,
     ) -> list[list[DocumentHit]]:
         """:meth:`rank` for several query vectors (one row each) in one matrix product.
 
@@ -246,6 +265,8 @@ class VectorSnapshot:
         question, scaled by the best among the conversations ranked
         (``Thresholds.conversation_words``, docs/locomo.md); notes, rules and ADRs
         keep their cosine order, on which their selection is calibrated.
+        ``decided_ranks``: besides, the top conversations among those with a decision
+        passage (the hook's own rule for chats, recall/selection.py).
         ``windows`` and ``dates``: per question, the days its date words name
         (:mod:`precedents.recall.when`); a conversation dated inside ranks
         ``dates`` higher (``Thresholds.conversation_dates``). Every hit's score
@@ -277,8 +298,12 @@ class VectorSnapshot:
             picks: list[tuple[float, int]] = []
             for group, limit in ((sub.docs, doc_ranks), (sub.conversations, conversation_ranks)):
                 picks += self._top(sub, group, key, limit, allowed)
+            if decided_ranks:
+                taken = {d for _, d in picks}
+                more = self._top(sub, sub.decided, key, decided_ranks, allowed)
+                picks += [p for p in more if p[1] not in taken]
             picks.sort(key=lambda p: -p[0])
-            out.append([self._hit(sub, scores, d) for _, d in picks])
+            out.append([self._hit(sub, scores, d, k) for k, d in picks])
         return out
 
     def _with_words(
@@ -327,13 +352,15 @@ class VectorSnapshot:
     def _kind(self, sub: _Subset, doc: int) -> str:
         return str(self.meta[int(sub.rows[sub.starts[doc]])]["kind"])
 
-    def _hit(self, sub: _Subset, scores: NDArray[np.float32], doc: int) -> DocumentHit:
+    def _hit(
+        self, sub: _Subset, scores: NDArray[np.float32], doc: int, key: float | None = None
+    ) -> DocumentHit:
         start = int(sub.starts[doc])
         end = int(sub.starts[doc + 1]) if doc + 1 < len(sub.starts) else len(sub.rows)
         local = start + int(np.argmax(scores[start:end]))
         m = self.meta[int(sub.rows[local])]
         record = DocumentRecord.from_row(m)
-        return DocumentHit(record, float(scores[local]), int(m["chunk_index"]))
+        return DocumentHit(record, float(scores[local]), int(m["chunk_index"]), key)
 
 
 def search(

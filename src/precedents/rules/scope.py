@@ -17,6 +17,7 @@ from functools import cached_property
 from typing import Any
 
 from precedents.rules.globs import GlobSet, split_patterns
+from precedents.rules.symbols import named_symbols
 
 # When a rule applies (docs/rules.md, "Modes").
 ALWAYS, FILES, REQUESTED, BOTH, MANUAL = "always", "files", "requested", "files+requested", "manual"
@@ -46,6 +47,9 @@ class Scope:
     base: str = ""  # the rule's folder, relative to the project root ("" = the root)
     mentions: tuple[str, ...] = ()  # paths and file names a note or an ADR names
     component: str = ""  # an ADR's `component:`
+    # Code names a note, an ADR or a deciding chat names (rules/symbols.py): the file
+    # hook gives it for a file that declares one of them.
+    symbols: tuple[str, ...] = ()
     warnings: tuple[str, ...] = field(default=(), compare=False)  # not stored
 
     def to_json(self) -> str:
@@ -59,6 +63,7 @@ class Scope:
                 ("base", self.base),
                 ("mentions", list(self.mentions)),
                 ("component", self.component),
+                ("symbols", list(self.symbols)),
             )
             if v
         }
@@ -91,6 +96,7 @@ class Scope:
             base=string("base"),
             mentions=strings("mentions"),
             component=string("component"),
+            symbols=strings("symbols"),
         )
 
     # -- what the scope says ---------------------------------------------------
@@ -273,4 +279,4 @@ def named_scope(text: str, component: str = "") -> Scope:
         seen.setdefault(token, None)
         if len(seen) >= MAX_MENTIONS:
             break
-    return Scope(mentions=tuple(seen), component=component.strip())
+    return Scope(mentions=tuple(seen), component=component.strip(), symbols=named_symbols(text))

@@ -296,6 +296,7 @@ class Store:
                 columns["scope"].append(doc.scope)
                 columns["origin"].append(doc.origin)
                 columns["author"].append(doc.author)
+                columns["decided"].append(doc.decided)
             vectors.append(vecs)
         schema = chunks_schema(self.dimension)
         flat = np.concatenate(vectors).reshape(-1) if vectors else np.zeros(0, dtype=np.float32)

@@ -9,13 +9,14 @@ a note by its name, description and body.
 Measured on LoCoMo (docs/locomo.md, issue #19): document-level BM25 with this
 tokenizer (lower case, stop words out, a light suffix stem) found the
 evidence sessions far better than the bundled model alone (R@5 84% against
-69%), and fused with the cosine better still. Standard library and numpy only.
+69%), and fused with the cosine better still; the tokenizer is
+:func:`precedents.text.tokens` (``check`` uses it too, without numpy).
+Standard library, numpy and :mod:`precedents.text`.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -26,141 +27,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from precedents.store.snapshot_file import save_npz
+from precedents.text import tokens
 
 K1 = 1.2
 B = 0.75
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
-STOP_WORDS = frozenset(
-    {
-        "a",
-        "an",
-        "the",
-        "and",
-        "or",
-        "but",
-        "if",
-        "of",
-        "to",
-        "in",
-        "on",
-        "at",
-        "by",
-        "for",
-        "with",
-        "from",
-        "as",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "being",
-        "it",
-        "its",
-        "this",
-        "that",
-        "these",
-        "those",
-        "i",
-        "you",
-        "he",
-        "she",
-        "we",
-        "they",
-        "me",
-        "him",
-        "her",
-        "us",
-        "them",
-        "my",
-        "your",
-        "his",
-        "our",
-        "their",
-        "what",
-        "which",
-        "who",
-        "whom",
-        "when",
-        "where",
-        "why",
-        "how",
-        "do",
-        "does",
-        "did",
-        "done",
-        "have",
-        "has",
-        "had",
-        "not",
-        "no",
-        "yes",
-        "so",
-        "than",
-        "then",
-        "there",
-        "here",
-        "about",
-        "into",
-        "over",
-        "after",
-        "before",
-        "up",
-        "down",
-        "out",
-        "just",
-        "also",
-        "can",
-        "could",
-        "would",
-        "should",
-        "will",
-        "shall",
-        "may",
-        "might",
-        "must",
-        "very",
-        "too",
-        "more",
-        "most",
-        "some",
-        "any",
-        "all",
-        "each",
-        "other",
-        "such",
-        "only",
-        "own",
-        "same",
-        "don",
-        "doesn",
-        "didn",
-        "isn",
-        "wasn",
-        "ll",
-        "re",
-        "ve",
-    }
-)
-_SUFFIXES = ("ing", "ed")
-
-
-def stem(word: str) -> str:
-    """A light stem: a plural ``s``/``es``, then ``ing`` or ``ed`` (``meetings``,
-    ``meeting`` and ``meet`` meet); ``class``, ``bus``, ``this`` and short words stay whole."""
-    if len(word) > 4 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        plural_es = word.endswith(("ches", "shes", "sses", "xes", "zes"))
-        word = word[:-2] if plural_es else word[:-1]
-    for suffix in _SUFFIXES:
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
-
-
-def tokens(text: str) -> list[str]:
-    """The index terms of ``text``: lower-cased words and numbers, stop words out, stemmed."""
-    return [stem(w) for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in STOP_WORDS]
 
 
 @dataclass(frozen=True)

@@ -32,11 +32,31 @@ class DocumentRecord:
     # "team": a note a team shares through its repository (ingest/team.py); "" otherwise.
     origin: str = ""
     author: str = ""  # a team note's front matter `author` (masked; rendered inert)
+    # A conversation's decision passage (its description) was said in exchange N on
+    # day D: "D#N", "D#N#amends" when that exchange revises an earlier rule
+    # (ingest/decisions.py, issue #27); "" when it has none.
+    decided: str = ""
 
     @property
     def team(self) -> bool:
         """Whether this is a team note (every channel marks it so)."""
         return self.origin == "team"
+
+    @property
+    def decided_on(self) -> str:
+        """The day a conversation's decision passage was said ("" when unknown)."""
+        return self.decided.partition("#")[0]
+
+    @property
+    def decided_exchange(self) -> int:
+        """The 1-based exchange of a conversation's decision passage (0: none)."""
+        number = self.decided.split("#")[1] if "#" in self.decided else ""
+        return int(number) if number.isdigit() else 0
+
+    @property
+    def decided_amends(self) -> bool:
+        """Whether a conversation's deciding exchange revises an earlier rule."""
+        return self.decided.endswith("#amends")
 
     @property
     def doc_id(self) -> str:
@@ -60,6 +80,7 @@ class DocumentRecord:
             scope=row.get("scope") or "",
             origin=row.get("origin") or "",
             author=row.get("author") or "",
+            decided=row.get("decided") or "",
         )
 
 
@@ -83,6 +104,17 @@ class DocumentHit:
     record: DocumentRecord
     score: float
     chunk_index: int
+    # What it was ranked by (recall/vectors.py): the cosine, plus for a conversation its
+    # words and date words. None: ranked by ``score`` alone.
+    key: float | None = None
+    # The learned relevance of a deciding chat's decision to the question
+    # (recall/core.py, issue #27); None where it was not scored.
+    relevance: float | None = None
+
+    @property
+    def rank_key(self) -> float:
+        """The value it was ranked by."""
+        return self.score if self.key is None else self.key
 
     def to_json(self) -> dict[str, object]:
         """The ``precedents query --json`` shape of one result."""
@@ -97,5 +129,6 @@ class DocumentHit:
             "adr_id": r.adr_id,
             "origin": r.origin,
             "author": r.author,
+            "decided": r.decided,
             "score": round(self.score, 4),
         }

@@ -38,11 +38,13 @@ META_COLUMNS = (
     "source_hash",
     "origin",
     "author",
+    "decided",
 )
 # Columns added to the chunk table after stores were first built: an older
 # table gets them (empty) when a writer opens it, and a reader fills them in.
 # origin, author: a team note's mark and who wrote it (ingest/team.py, issue #23).
-ADDED_COLUMNS = ("scope", "origin", "author")
+# decided: where a conversation's decision passage was said, YYYY-MM-DD#N (issue #27).
+ADDED_COLUMNS = ("scope", "origin", "author", "decided")
 
 
 def chunks_schema(dimension: int) -> pa.Schema:
@@ -66,6 +68,7 @@ def chunks_schema(dimension: int) -> pa.Schema:
             pa.field("scope", pa.string()),
             pa.field("origin", pa.string()),
             pa.field("author", pa.string()),
+            pa.field("decided", pa.string()),
         ]
     )
 

@@ -32,7 +32,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-FORMAT = 3  # 2: the word index; 3: rows carry origin and author (team notes, issue #23)
+# 2: the word index; 3: rows carry origin and author (team notes, issue #23);
+# 4: conversations carry where their decision passage was said (`decided`, issue #27).
+FORMAT = 4
 # The export child's exit status when there is no usable index yet (store/export.py).
 NO_INDEX = 3
 # The tables whose commits change what a question can find (store/schema.py,

@@ -1,10 +1,17 @@
-"""Markdown helpers shared by note chunking and the ADR graph.
+"""Text helpers shared by every layer that reads text: Markdown and index terms.
 
-Standard library and PyYAML only: :mod:`precedents.ingest.chunking` and
-:mod:`precedents.adr_graph` both read Markdown files with YAML front matter,
-and must agree on what front matter, a code fence and a date are. Each caller
-keeps its own policy on top (which loader, what a warning says, what the body
-is when the front matter is broken); the reading itself happens here, once.
+Standard library and PyYAML only, below ``ingest/``, ``adr_graph/``, ``check/``
+and ``store/``, so none of them imports another for its reading of text (the ADR
+graph no ingest code, ``check`` no store code: tests/test_layout.py). Two parts,
+one module (together well under 500 lines, so not worth a package):
+
+* Markdown: note chunking, the ADR graph and ``check`` all read Markdown files
+  with YAML front matter, and must agree on what front matter, a code fence and
+  a date are. Each caller keeps its own policy on top (which loader, what a
+  warning says, what the body is when the front matter is broken); the reading
+  itself happens here, once.
+* Words: the tokenizer of the BM25 word index (:mod:`precedents.store.lexical`),
+  which ``check`` also uses to find near-duplicate team notes without numpy.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ __all__ = [
     "FAST_LOADER",
     "ISO_DATE",
     "SAFE_LOADER",
+    "STOP_WORDS",
     "FrontMatter",
     "fence_marker",
     "find_iso_date",
@@ -29,9 +37,13 @@ __all__ = [
     "one_line",
     "plain_pairs",
     "split_front_matter",
+    "stem",
+    "tokens",
     "unfenced",
     "yaml_day",
 ]
+
+# ----------------------------------------------------------------- front matter
 
 # Both are safe loaders (no arbitrary objects). The C one is ~10x faster and is
 # what the ADR graph uses to build 1,000 records inside its time budget; notes
@@ -279,3 +291,141 @@ def find_iso_date(text: str) -> str | None:
     """
     found = ISO_DATE.search(text)
     return found.group(0) if found else None
+
+
+# ------------------------------------------------------------------------ words
+
+# The index terms of the word index (store/lexical.py) and of `check`'s
+# near-duplicate notes: measured on LoCoMo (docs/locomo.md, issue #19).
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+STOP_WORDS = frozenset(
+    {
+        "a",
+        "an",
+        "the",
+        "and",
+        "or",
+        "but",
+        "if",
+        "of",
+        "to",
+        "in",
+        "on",
+        "at",
+        "by",
+        "for",
+        "with",
+        "from",
+        "as",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "it",
+        "its",
+        "this",
+        "that",
+        "these",
+        "those",
+        "i",
+        "you",
+        "he",
+        "she",
+        "we",
+        "they",
+        "me",
+        "him",
+        "her",
+        "us",
+        "them",
+        "my",
+        "your",
+        "his",
+        "our",
+        "their",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "when",
+        "where",
+        "why",
+        "how",
+        "do",
+        "does",
+        "did",
+        "done",
+        "have",
+        "has",
+        "had",
+        "not",
+        "no",
+        "yes",
+        "so",
+        "than",
+        "then",
+        "there",
+        "here",
+        "about",
+        "into",
+        "over",
+        "after",
+        "before",
+        "up",
+        "down",
+        "out",
+        "just",
+        "also",
+        "can",
+        "could",
+        "would",
+        "should",
+        "will",
+        "shall",
+        "may",
+        "might",
+        "must",
+        "very",
+        "too",
+        "more",
+        "most",
+        "some",
+        "any",
+        "all",
+        "each",
+        "other",
+        "such",
+        "only",
+        "own",
+        "same",
+        "don",
+        "doesn",
+        "didn",
+        "isn",
+        "wasn",
+        "ll",
+        "re",
+        "ve",
+    }
+)
+_SUFFIXES = ("ing", "ed")
+
+
+def stem(word: str) -> str:
+    """A light stem: a plural ``s``/``es``, then ``ing`` or ``ed`` (``meetings``,
+    ``meeting`` and ``meet`` meet); ``class``, ``bus``, ``this`` and short words stay whole."""
+    if len(word) > 4 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        plural_es = word.endswith(("ches", "shes", "sses", "xes", "zes"))
+        word = word[:-2] if plural_es else word[:-1]
+    for suffix in _SUFFIXES:
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def tokens(text: str) -> list[str]:
+    """The index terms of ``text``: lower-cased words and numbers, stop words out, stemmed."""
+    return [stem(w) for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in STOP_WORDS]
