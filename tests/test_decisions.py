@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from precedents.config import Thresholds
+from precedents.config import DEFAULT_MODEL, Thresholds
 from precedents.ingest.decisions import PASSAGE_CHARS, amends, decision_passage
 from precedents.protocol import HEADER
 from precedents.recall.amendments import AMENDED_MARK, Amended, Amendments
@@ -19,6 +19,9 @@ from precedents.recall.format import render_records
 from precedents.recall.selection import WIDE_CAP_BYTES, conversation_alone, select
 from precedents.recall.vectors import VectorSnapshot
 from precedents.store.rows import DocumentHit, DocumentRecord
+
+DECISIONS_SET = Path(__file__).parent / "fixtures" / "decisions"
+DEFAULT_ID = DEFAULT_MODEL
 
 # --------------------------------------------------------------------- the passage
 
@@ -540,3 +543,20 @@ def test_a_symptom_report_gets_the_amending_chat_through_the_real_hook(
         # Which exchange of which chat was given, with its day; the quiet one says why.
         assert "s-amend.jsonl  exchange 1, 2026-04-12" in why.stdout
         assert "chat-below" in why.stdout
+
+
+@pytest.mark.slow
+def test_the_decisions_dev_set_at_the_shipped_settings(home: Path, embedder: object) -> None:
+    """The figures docs/eval.md reports for the dev set, with a margin for another CPU's
+    last-digit differences: the deciding chat reaches the agent, amended decisions do
+    not pass for current, unrelated messages stay quiet."""
+    from precedents.config import load_settings
+    from precedents.evaluation.core import prepare, score
+
+    settings = load_settings()
+    run = prepare(settings, [DECISIONS_SET], embedder=embedder)  # type: ignore[arg-type]
+    figures = score(run, settings.thresholds_for(DEFAULT_ID))
+    reached = figures["situational conversations: reaches the agent (prompt or file hook)"]
+    assert reached["n"] == 31 and reached["ok"] >= 26, figures
+    assert figures["amended: stale never shown unmarked"]["ok"] >= 4, figures
+    assert figures["unrelated (decisions): nothing injected"]["ok"] >= 27, figures

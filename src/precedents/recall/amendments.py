@@ -86,8 +86,14 @@ class Amendments:
         """Every amendment among the records of ``snapshot``, project by project."""
         by_project: dict[str, list[_Passage]] = {}
         seen: set[str] = set()
+        # Only projects with a revising chat can have anything amended (most have none).
+        revising = {
+            m["project"]
+            for m in snapshot.meta
+            if m["kind"] == "conversation" and str(m.get("decided") or "").endswith("#amends")
+        }
         for i, m in enumerate(snapshot.meta):
-            if m["kind"] not in _AMENDABLE or m["path"] in seen:
+            if m["kind"] not in _AMENDABLE or m["path"] in seen or m["project"] not in revising:
                 continue
             passage = _passage(m, i)
             if passage is not None:
@@ -137,20 +143,22 @@ def _amended(passages: Sequence[_Passage], matrix: np.ndarray) -> dict[str, Amen
     later = matrix[[p.row for p in revisions]]
     sims = vectors @ later.T  # passages x revisions
     direct: dict[str, _Passage] = {}
-    for i, earlier in enumerate(passages):
-        for j, revision in enumerate(revisions):
-            if revision.record.path == earlier.record.path:
-                continue
-            # A record without a day (a note with no date) is taken as older than a chat.
-            if earlier.day and earlier.day >= revision.day:
-                continue
-            floor = SAME_TOPIC if earlier.record.kind == "conversation" else SAME_DOCUMENT
-            if float(sims[i, j]) < floor:
-                continue
-            current = direct.get(earlier.record.path)
-            # The closest in time wins the direct link; the chain reaches the newest.
-            if current is None or revision.day < current.day:
-                direct[earlier.record.path] = revision
+    # Only the pairs close enough to matter are looked at (a store of 10k notes and
+    # 50 revising chats has 500k pairs and a handful above the floor).
+    for i, j in np.argwhere(sims >= min(SAME_TOPIC, SAME_DOCUMENT)).tolist():
+        earlier, revision = passages[i], revisions[j]
+        if revision.record.path == earlier.record.path:
+            continue
+        # A record without a day (a note with no date) is taken as older than a chat.
+        if earlier.day and earlier.day >= revision.day:
+            continue
+        floor = SAME_TOPIC if earlier.record.kind == "conversation" else SAME_DOCUMENT
+        if float(sims[i, j]) < floor:
+            continue
+        current = direct.get(earlier.record.path)
+        # The closest in time wins the direct link; the chain reaches the newest.
+        if current is None or revision.day < current.day:
+            direct[earlier.record.path] = revision
     out: dict[str, Amended] = {}
     for path, revision in direct.items():
         end, steps = revision, 0
