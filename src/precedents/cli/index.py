@@ -22,6 +22,7 @@ from precedents.cli.common import (
 from precedents.config import load_settings
 from precedents.errors import PrecedentsError
 from precedents.inert import SUSPECT_MARK
+from precedents.secrets.names import shown_path
 
 if TYPE_CHECKING:
     from precedents.ingest.indexer import IndexReport
@@ -165,6 +166,10 @@ def _status_lines(info: dict[str, Any]) -> list[str]:
     if withheld:
         lines.append(f"withheld: {len(withheld)} not indexed, a secret in the path (masked)")
     lines += [f"  {w['path']}: {w['reason']}" for w in withheld]
+    git = info.get("git_problems") or []
+    if git:
+        lines.append(f"git history: {len(git)} problem(s), the rest indexed")
+    lines += [f"  {shown_path(g['project'])}: {g['problem']}" for g in git]
     return lines
 
 

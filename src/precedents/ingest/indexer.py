@@ -34,6 +34,7 @@ from precedents.ingest.chunking import (
     parse_conversation,
     parse_note,
 )
+from precedents.ingest.commit_index import index_repo
 from precedents.ingest.decisions import decision_passage
 from precedents.ingest.progress import PassProgress, Progress
 from precedents.ingest.report import IndexReport as IndexReport
@@ -252,6 +253,7 @@ class Indexer:
             self.index_files(first_things_first(walk.files), report, tracker, known)
         finally:
             tracker.done()
+        self._index_commits(walk.repos, report)
         self.store.maybe_compact(force=True)
         report.seconds = time.perf_counter() - started
         report.model_seconds = self.model_seconds
@@ -306,6 +308,22 @@ class Indexer:
                 progress(done, len(files), report.chunks_embedded + pending_chunks)
         self._flush(pending, report)
         return report
+
+    def sync_commits(self, repos: Iterable[str]) -> IndexReport:
+        """Read the new commits of each git project in ``repos`` (the watcher's rescan)."""
+        report = IndexReport()
+        with self.writing():
+            self._index_commits(repos, report)
+        return report
+
+    def _index_commits(self, repos: Iterable[str], report: IndexReport) -> None:
+        def flush(items: list[tuple[FileRecord, DocumentRecord, list[str]]]) -> None:
+            pending = [Prepared(f, d, c) for f, d, c in items]
+            for i in range(0, len(pending), COMMIT_CHUNKS):
+                self._flush(pending[i : i + COMMIT_CHUNKS], report)
+
+        for root in repos:
+            index_repo(self.store, self.settings.cache_dir, root, flush, report)
 
     def remove_paths(self, paths: Iterable[str]) -> int:
         """Drop the rows of files that no longer exist (for the watcher)."""
