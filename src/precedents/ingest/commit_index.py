@@ -59,7 +59,26 @@ class _State:
     history: PathHistory
 
 
-def _load_state(cache_dir: Path, root: str) -> _State:
+def head_key(root: str) -> str:
+    """The store's meta key of the head project ``root``'s records are current with."""
+    return f"commit_head:{root}"
+
+
+def _load_state(store: Store, cache_dir: Path, root: str) -> _State:
+    """The head the store's records of ``root`` are current with, and the path history.
+
+    The head is the store's (its meta): a store rebuilt beside the old one
+    (`reindex --full`) has none, so its commits are read again; the history
+    file is used only when it is current with that head.
+    """
+    stored = store.meta().get(head_key(root))
+    state = _read_state(cache_dir, root)
+    if stored is None or state.head != stored or state.history.head != stored:
+        return _State(None, PathHistory())
+    return state
+
+
+def _read_state(cache_dir: Path, root: str) -> _State:
     try:
         data = json.loads(state_path(cache_dir, root).read_text("utf-8"))
         if data.get("version") != STATE_VERSION or data.get("root") != root:
@@ -114,7 +133,7 @@ def index_repo(store: Store, cache_dir: Path, root: str, flush: Flush, report: I
     ``flush`` embeds and writes (file row, document, chunks) items. Never raises
     for a bad repository: its problems go to ``report`` (and to ``status``).
     """
-    state = _load_state(cache_dir, root)
+    state = _load_state(store, cache_dir, root)
     read = read_commits(Path(root), known_head=state.head, mask=mask_secrets)
     problems = list(read.problems)
     if read.head == state.head and not read.commits:
@@ -162,6 +181,11 @@ def index_repo(store: Store, cache_dir: Path, root: str, flush: Flush, report: I
         _save_state(cache_dir, root, history, problems)
     except OSError as exc:  # the records are stored; the next pass reads the range again
         report.problems.append(Problem(shown_path(root), f"commit state not saved: {exc.strerror}"))
+        return
+    if history.head is not None and history.head != state.head:
+        # Last: a pass cut short before it reads the same range again (no embedding:
+        # every commit already stored is known by its sha).
+        store.stamp(**{head_key(root): history.head})
 
 
 def _save_problems(cache_dir: Path, root: str, state: _State, problems: list[str]) -> None:
