@@ -141,12 +141,16 @@ def test_bad_repositories_give_one_problem_line_and_the_rest_indexes(
     shallow = tmp_path / "shallow"
     git(tmp_path, "clone", "-q", "--depth", "1", f"file://{shallow_src}", str(shallow))
     empty = new_repo(tmp_path / "empty")  # no commit yet
+    broken = tmp_path / "broken"
+    (broken / ".git").mkdir(parents=True)  # a .git folder git cannot read
     emb = FakeEmbedder()
-    report, store, settings = index(emb, good, shallow, empty)
+    report, store, settings = index(emb, good, shallow, empty, broken)
     assert commit_path(str(good), decided) in commit_rows(store)
     reasons = {p.path: p.reason for p in report.problems}
     assert "shallow clone" in reasons[str(shallow)]
     assert "no history to read" in reasons[str(empty)]
+    assert reasons[str(broken)].startswith("not a git repository")
+    assert len([p for p in report.problems if p.path == str(broken)]) == 1
     shown = {p["project"]: p["problem"] for p in read_problems(settings.cache_dir)}
     assert "shallow clone" in shown[str(shallow)] and str(good) not in shown
 
@@ -162,6 +166,9 @@ def test_status_counts_commits_and_lists_git_problems(home: Path, tmp_path: Path
     assert info["kinds"]["commit"]["documents"] == 1
     assert info["projects"][str(repo)]["documents"] >= 1
     assert [g["project"] for g in info["git_problems"]] == [str(empty)]
+    # A store rebuilt from the sources has no head: its commits are read again.
+    api.reindex(settings, full=True)
+    assert api.status(settings)["kinds"]["commit"]["documents"] == 1
 
 
 def test_folders_named_alone_read_no_history(home: Path, tmp_path: Path) -> None:

@@ -97,9 +97,10 @@ def _summary(report: IndexReport) -> str:
     ]
     empty = report.skipped_sessions + report.files_empty
     left_out = f"{empty} skipped ({', '.join(skipped)}: nothing to search), " if empty else ""
+    commits = f", {report.commits_indexed} new commit(s)" if report.commits_indexed else ""
     return (
         f"{report.files_seen} files: {report.files_indexed - empty} indexed, {left_out}"
-        f"{report.files_unchanged} unchanged, {report.files_deleted} removed; "
+        f"{report.files_unchanged} unchanged, {report.files_deleted} removed{commits}; "
         f"{report.chunks_embedded} chunks embedded in {report.seconds:.1f}s "
         f"({report.chunks_per_second:.0f}/s{model}"
     )

@@ -162,7 +162,6 @@ def index_repo(store: Store, cache_dir: Path, root: str, flush: Flush, report: I
         path = commit_path(root, commit.sha)
         old = known.get(path)
         if old is not None and old.sha256 == commit.sha:
-            report.files_unchanged += 1
             continue
         files = names.get(commit.sha) or {f.path for f in commit.files if f.status != "D"}
         doc, chunks = _record(root, commit, files)

@@ -18,6 +18,11 @@ def commit_path(root: str, sha: str) -> str:
     return f"{root}@{sha[:12]}"
 
 
+def commit_short(path: str) -> str:
+    """The short sha of a commit record's path ``ROOT@SHA12``."""
+    return path.rpartition("@")[2][:7]
+
+
 def state_key(root: str) -> str:
     """The file name stem of a project's commit state."""
     return hashlib.sha256(root.encode("utf-8", "surrogateescape")).hexdigest()[:16]

@@ -64,6 +64,7 @@ from precedents.inert import (
     suspect_reason,
     team_label,
 )
+from precedents.ingest.commit_paths import commit_short
 from precedents.protocol import EVENT_PROMPT, HEADER, printed_bytes
 from precedents.recall.selection import Selection
 from precedents.store.rows import DocumentHit, DocumentRecord
@@ -181,11 +182,6 @@ def _commit_parts(record: DocumentRecord, mark: str, tail: str) -> LineParts:
     if not rationale:
         return LineParts(head, " ", inert(record.name, TEXT_CHARS), tail)
     return LineParts(f"{head} {subject}", " — ", rationale, tail)
-
-
-def commit_short(path: str) -> str:
-    """The short sha of a commit record's path ``ROOT@SHA12``."""
-    return path.rpartition("@")[2][:7]
 
 
 def record_json(hit: DocumentHit, mark: str | None = None) -> QueryRow:
