@@ -269,3 +269,26 @@ def test_the_watchers_rescan_indexes_new_commits(home: Path, tmp_path: Path) -> 
         assert w.stats.failures == 0
     took.sort()
     print(f"new commit -> stored: p50 {took[len(took) // 2]:.2f} s, p95 {took[-1]:.2f} s")
+
+
+def test_a_repository_that_breaks_the_reader_is_one_line_and_the_others_index(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from precedents.ingest import commit_index
+
+    good, decided = shop(tmp_path)
+    odd = new_repo(tmp_path / "odd")
+    commit(odd, "x")
+    real = commit_index.read_commits
+
+    def read(repo: Path, **kw: Any) -> Any:
+        if repo == odd:
+            raise RuntimeError("a bug in the reader")
+        return real(repo, **kw)
+
+    monkeypatch.setattr(commit_index, "read_commits", read)
+    report, store, _ = index(FakeEmbedder(), odd, good)
+    assert commit_path(str(good), decided) in commit_rows(store)
+    assert [p.reason for p in report.problems if p.path == str(odd)] == [
+        "commits not read (RuntimeError)"
+    ]

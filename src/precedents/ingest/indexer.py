@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 
 from precedents.adr_graph import build_graph
 from precedents.config import Settings
-from precedents.errors import ModelError
+from precedents.errors import ModelError, PrecedentsError
 from precedents.ingest.chunking import (
     adr_summary,
     chunk_document,
@@ -323,7 +323,13 @@ class Indexer:
                 self._flush(pending[i : i + COMMIT_CHUNKS], report)
 
         for root in repos:
-            index_repo(self.store, self.settings.cache_dir, root, flush, report)
+            try:
+                index_repo(self.store, self.settings.cache_dir, root, flush, report)
+            except PrecedentsError:
+                raise  # the store's or the model's: every source fails alike
+            except Exception as exc:  # one repository's surprise must not stop the others
+                why = f"commits not read ({type(exc).__name__})"
+                report.problems.append(Problem(shown_path(root), why))
 
     def remove_paths(self, paths: Iterable[str]) -> int:
         """Drop the rows of files that no longer exist (for the watcher)."""
