@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from precedents.errors import PrecedentsError
 from precedents.ingest.chunking import chunk_document
 from precedents.ingest.commit_history import PathHistory, build_history, later_line, update_history
 from precedents.ingest.commit_paths import FOLDER, commit_path, files_map_path, state_path
@@ -125,6 +126,21 @@ def _current_names(history: PathHistory) -> dict[str, set[str]]:
 
 
 Flush = Callable[[list[tuple[FileRecord, DocumentRecord, list[str]]]], None]
+
+
+def index_repos(
+    store: Store, cache_dir: Path, repos: Iterable[str], flush: Flush, report: IndexReport
+) -> None:
+    """:func:`index_repo` for each of ``repos``; a repository that breaks the reader is
+    one problem line, and the others still index."""
+    for root in repos:
+        try:
+            index_repo(store, cache_dir, root, flush, report)
+        except PrecedentsError:
+            raise  # the store's or the model's: every source fails alike
+        except Exception as exc:
+            why = f"commits not read ({type(exc).__name__})"
+            report.problems.append(Problem(shown_path(root), why))
 
 
 def index_repo(store: Store, cache_dir: Path, root: str, flush: Flush, report: IndexReport) -> None:

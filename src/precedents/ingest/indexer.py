@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 
 from precedents.adr_graph import build_graph
 from precedents.config import Settings
-from precedents.errors import ModelError, PrecedentsError
+from precedents.errors import ModelError
 from precedents.ingest.chunking import (
     adr_summary,
     chunk_document,
@@ -34,7 +34,7 @@ from precedents.ingest.chunking import (
     parse_conversation,
     parse_note,
 )
-from precedents.ingest.commit_index import index_repo
+from precedents.ingest.commit_index import index_repos
 from precedents.ingest.decisions import decision_passage
 from precedents.ingest.progress import PassProgress, Progress
 from precedents.ingest.report import IndexReport as IndexReport
@@ -318,18 +318,11 @@ class Indexer:
 
     def _index_commits(self, repos: Iterable[str], report: IndexReport) -> None:
         def flush(items: list[tuple[FileRecord, DocumentRecord, list[str]]]) -> None:
-            pending = [Prepared(f, d, c) for f, d, c in items]
+            pending = [Prepared(*item) for item in items]
             for i in range(0, len(pending), COMMIT_CHUNKS):
                 self._flush(pending[i : i + COMMIT_CHUNKS], report)
 
-        for root in repos:
-            try:
-                index_repo(self.store, self.settings.cache_dir, root, flush, report)
-            except PrecedentsError:
-                raise  # the store's or the model's: every source fails alike
-            except Exception as exc:  # one repository's surprise must not stop the others
-                why = f"commits not read ({type(exc).__name__})"
-                report.problems.append(Problem(shown_path(root), why))
+        index_repos(self.store, self.settings.cache_dir, repos, flush, report)
 
     def remove_paths(self, paths: Iterable[str]) -> int:
         """Drop the rows of files that no longer exist (for the watcher)."""
