@@ -292,3 +292,17 @@ def test_a_repository_that_breaks_the_reader_is_one_line_and_the_others_index(
     assert [p.reason for p in report.problems if p.path == str(odd)] == [
         "commits not read (RuntimeError)"
     ]
+
+
+def test_a_repository_nested_in_a_walked_folder_keeps_its_records(
+    home: Path, tmp_path: Path
+) -> None:
+    outer = new_repo(tmp_path / "mono")
+    commit(outer, "init", {"AGENTS.md": "# Agents\n\nRun the tests before committing.\n"})
+    inner, decided = shop(outer)  # mono/shop: a repository of its own, under mono's walk
+    emb = FakeEmbedder()
+    index(emb, outer, inner)
+    before = emb.texts
+    report, store, _ = index(emb, outer, inner)
+    assert commit_path(str(inner), decided) in commit_rows(store)
+    assert report.files_deleted == 0 and emb.texts == before

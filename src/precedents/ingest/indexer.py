@@ -232,6 +232,9 @@ class Indexer:
             if (p not in present and any(p.startswith(r.rstrip("/") + "/") for r in roots))
             or withheld_reason(p) is not None
         ]
+        # A commit record (ROOT@SHA) is no file: a repository nested in a walked folder
+        # keeps its records; its own pass drops those a rewritten history lost.
+        gone = [p for p in gone if known[p].kind != "commit"]
         report.files_deleted = self.store.delete_files(gone)
         record_withheld(self.settings.cache_dir, [(w.path, w.reason) for w in walk.withheld], roots)
         if not known:

@@ -48,7 +48,7 @@ from precedents.ingest.sources import (
 from precedents.models.embedding import Embedder
 from precedents.secrets.mask import mask_secrets
 from precedents.secrets.names import shown_path
-from precedents.store import Store
+from precedents.store import FileRecord, Store
 from precedents.watcher.debounce import Debouncer
 from precedents.watcher.embcache import CachedEmbedder
 from precedents.watcher.watches import (
@@ -320,7 +320,7 @@ class Watcher:
     def _drop_under(self, root: str) -> None:
         assert self._indexer is not None and self._store is not None
         with self._indexer.writing():
-            gone = [p for p in self._store.files() if within(p, root)]
+            gone = [p for p, f in self._store.files().items() if _file(f) and within(p, root)]
             removed = self._indexer.remove_paths(gone) if gone else 0
         if gone:
             self.stats.files_removed += removed
@@ -470,7 +470,7 @@ class Watcher:
 
     def _files_under(self, folder: str) -> set[str]:
         assert self._store is not None
-        found = {p for p in self._store.files() if within(p, folder)}
+        found = {p for p, f in self._store.files().items() if _file(f) and within(p, folder)}
         for top, dirnames, filenames in os.walk(folder):
             dirnames[:] = [d for d in dirnames if not d.startswith(".")]
             found.update(os.path.join(top, f) for f in filenames)
@@ -546,3 +546,9 @@ class Watcher:
                 continue
             self._reported[problem.path] = problem.reason
             log.warning("%s: %s", problem.path, problem.reason)
+
+
+def _file(record: FileRecord) -> bool:
+    """Whether a stored row is a file's (a commit record, ROOT@SHA, is not: a folder
+    event never drops it, ingest/commit_index.py does)."""
+    return record.kind != "commit"
