@@ -3,9 +3,10 @@
 Run by every indexing pass (``Indexer.sync``: ``reindex``, the watcher's start)
 for each git project the walk knows (``Walk.repos``), and by the watcher's
 rescan (``Indexer.sync_commits``). Per project, reading is incremental
-(``read_commits(known_head=...)``: ``known..HEAD``); its state, the head read
-last and the path history (commit_history.py), is a JSON file under the cache
-folder, ``commits/<key>.json``.
+(``read_commits(known_head=...)``: ``known..HEAD``): the head the records are
+current with is in the store's meta (``head_key``: a store rebuilt from the
+sources has none and reads the history again), the path history
+(commit_history.py) a JSON file under the cache folder, ``commits/<key>.json``.
 
 A record per commit with rationale: path ``<git root>@<first 12 hex of the sha>``
 (unique per record, and what the reader is shown: the repository and the
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -44,8 +44,6 @@ from precedents.runlock import write_private
 from precedents.secrets.mask import mask_secrets
 from precedents.secrets.names import shown_path
 from precedents.store import DocumentRecord, FileRecord, Store
-
-log = logging.getLogger("precedents.ingest.commit_index")
 
 # The newest decision commits kept as records per project: a first index of a long
 # history embeds at most this many (1-2 chunks each); older ones are left out.
