@@ -180,3 +180,15 @@ def test_the_learned_relevance_may_speak_where_the_cosine_rules_stay_silent() ->
     # The veto still wins over everything.
     vetoed = Thresholds(0.5, 0.025, 0.11, 0.05, min_relevance=0.5, speak_relevance=0.45)
     assert select(hits, vetoed, PROJECT, relevance=0.47).reason == "irrelevant"
+
+
+def test_a_commit_joins_what_the_documents_earned_and_never_speaks_alone() -> None:
+    """Commits rank in their own group (docs/commits.md): outside the gap, one may join
+    within near_top of the best document, as a conversation does; alone, nothing."""
+    docs = [hit("top", 0.70), *filler(10, 0.40)]
+    commits = [hit("c1", 0.68, "commit"), hit("c2", 0.67, "commit"), hit("far", 0.5, "commit")]
+    sel = select([*docs, *commits], T, PROJECT)
+    assert sel.reason == "wide" and names(sel) == ["top", "c1"]
+    assert select([hit("c1", 0.9, "commit"), hit("c2", 0.2, "commit")], T, PROJECT).chosen == ()
+    # Commits do not count in the gap: the same documents, the same gap.
+    assert sel.gap == select(docs, T, PROJECT).gap

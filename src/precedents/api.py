@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from precedents import protocol, runlock
 from precedents.config import Settings
 from precedents.errors import PrecedentsError, UsageError, disk_full, is_disk_full
+from precedents.ingest.commit_paths import read_problems
 from precedents.ingest.progress import read_progress
 from precedents.ingest.sources import Problem, configured_sources, project_root, source_rows, walk
 from precedents.ingest.sources import Sources as Sources  # what the CLI builds its folders into
@@ -205,6 +206,9 @@ def status(settings: Settings) -> dict[str, Any]:
         "sources": source_rows(configured_sources(settings)),
         # Files left out for a secret in their path (masked), as the last pass found them.
         "withheld_paths": read_withheld(settings.cache_dir),
+        # Each git project's problems (a shallow clone, a corrupt pack) as the last pass
+        # found them: one line each (docs/commits.md).
+        "git_problems": read_problems(settings.cache_dir),
         "kinds": {},
         "projects": {},
         "documents": 0,

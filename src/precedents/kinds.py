@@ -1,4 +1,4 @@
-"""The four kinds of record and the project each belongs to (SPEC §2), spelled once.
+"""The kinds of record and the project each belongs to (SPEC §2), spelled once.
 
 ``Kind`` is a ``Literal`` so that mypy rejects a misspelled kind anywhere a
 record, a source folder or a store row is compared or built.
@@ -10,16 +10,18 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Final, Literal, TypeGuard
 
-Kind = Literal["note", "rule", "adr", "conversation"]
+Kind = Literal["note", "rule", "adr", "conversation", "commit"]
 
-KINDS: Final[tuple[Kind, ...]] = ("note", "rule", "adr", "conversation")
+# "commit": a git commit whose message says why (ingest/commit_index.py, docs/commits.md).
+KINDS: Final[tuple[Kind, ...]] = ("note", "rule", "adr", "conversation", "commit")
 # What the selection gap is computed over: conversations are long, score high
-# against almost anything, and would shrink the gap (SPEC §5).
+# against almost anything, and would shrink the gap (SPEC §5); commits rank in their
+# own group and join what the documents earned, as conversations do.
 DOCUMENT_KINDS: Final[frozenset[Kind]] = frozenset({"note", "rule", "adr"})
 
 
 def is_kind(value: object) -> TypeGuard[Kind]:
-    """Whether ``value`` is one of the four kinds (a row read back from the store)."""
+    """Whether ``value`` is one of the kinds (a row read back from the store)."""
     return value in KINDS
 
 

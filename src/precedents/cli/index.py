@@ -22,6 +22,7 @@ from precedents.cli.common import (
 from precedents.config import load_settings
 from precedents.errors import PrecedentsError
 from precedents.inert import SUSPECT_MARK
+from precedents.secrets.names import shown_path
 
 if TYPE_CHECKING:
     from precedents.ingest.indexer import IndexReport
@@ -96,9 +97,10 @@ def _summary(report: IndexReport) -> str:
     ]
     empty = report.skipped_sessions + report.files_empty
     left_out = f"{empty} skipped ({', '.join(skipped)}: nothing to search), " if empty else ""
+    commits = f", {report.commits_indexed} new commit(s)" if report.commits_indexed else ""
     return (
         f"{report.files_seen} files: {report.files_indexed - empty} indexed, {left_out}"
-        f"{report.files_unchanged} unchanged, {report.files_deleted} removed; "
+        f"{report.files_unchanged} unchanged, {report.files_deleted} removed{commits}; "
         f"{report.chunks_embedded} chunks embedded in {report.seconds:.1f}s "
         f"({report.chunks_per_second:.0f}/s{model}"
     )
@@ -165,6 +167,10 @@ def _status_lines(info: dict[str, Any]) -> list[str]:
     if withheld:
         lines.append(f"withheld: {len(withheld)} not indexed, a secret in the path (masked)")
     lines += [f"  {w['path']}: {w['reason']}" for w in withheld]
+    git = info.get("git_problems") or []
+    if git:
+        lines.append(f"git history: {len(git)} problem(s), the rest indexed")
+    lines += [f"  {shown_path(g['project'])}: {g['problem']}" for g in git]
     return lines
 
 

@@ -34,6 +34,7 @@ from precedents.ingest.chunking import (
     parse_conversation,
     parse_note,
 )
+from precedents.ingest.commit_index import index_repos
 from precedents.ingest.decisions import decision_passage
 from precedents.ingest.progress import PassProgress, Progress
 from precedents.ingest.report import IndexReport as IndexReport
@@ -231,6 +232,9 @@ class Indexer:
             if (p not in present and any(p.startswith(r.rstrip("/") + "/") for r in roots))
             or withheld_reason(p) is not None
         ]
+        # A commit record (ROOT@SHA) is no file: a repository nested in a walked folder
+        # keeps its records; its own pass drops those a rewritten history lost.
+        gone = [p for p in gone if known[p].kind != "commit"]
         report.files_deleted = self.store.delete_files(gone)
         record_withheld(self.settings.cache_dir, [(w.path, w.reason) for w in walk.withheld], roots)
         if not known:
@@ -252,6 +256,7 @@ class Indexer:
             self.index_files(first_things_first(walk.files), report, tracker, known)
         finally:
             tracker.done()
+        self._index_commits(walk.repos, report)
         self.store.maybe_compact(force=True)
         report.seconds = time.perf_counter() - started
         report.model_seconds = self.model_seconds
@@ -306,6 +311,21 @@ class Indexer:
                 progress(done, len(files), report.chunks_embedded + pending_chunks)
         self._flush(pending, report)
         return report
+
+    def sync_commits(self, repos: Iterable[str]) -> IndexReport:
+        """Read the new commits of each git project in ``repos`` (the watcher's rescan)."""
+        report = IndexReport()
+        with self.writing():
+            self._index_commits(repos, report)
+        return report
+
+    def _index_commits(self, repos: Iterable[str], report: IndexReport) -> None:
+        def flush(items: list[tuple[FileRecord, DocumentRecord, list[str]]]) -> None:
+            pending = [Prepared(*item) for item in items]
+            for i in range(0, len(pending), COMMIT_CHUNKS):
+                self._flush(pending[i : i + COMMIT_CHUNKS], report)
+
+        index_repos(self.store, self.settings.cache_dir, repos, flush, report)
 
     def remove_paths(self, paths: Iterable[str]) -> int:
         """Drop the rows of files that no longer exist (for the watcher)."""

@@ -22,6 +22,8 @@ class IndexReport:
     skipped_sessions: int = 0
     files_empty: int = 0
     bad_lines: int = 0
+    # Decision commits embedded as records this pass (ingest/commit_index.py).
+    commits_indexed: int = 0
     seconds: float = 0.0
     model_seconds: float = 0.0
     problems: list[Problem] = field(default_factory=list)
@@ -43,6 +45,7 @@ class IndexReport:
             "skipped_sessions": self.skipped_sessions,
             "files_empty": self.files_empty,
             "bad_lines": self.bad_lines,
+            "commits_indexed": self.commits_indexed,
             "seconds": round(self.seconds, 3),
             "model_load_seconds": round(self.model_seconds, 3),
             "chunks_per_second": round(self.chunks_per_second, 1),

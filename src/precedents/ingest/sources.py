@@ -64,6 +64,10 @@ class SourceDir:
     # What was wrong in the config that placed it (a team's config.toml), reported by
     # the walk where every source problem is: `reindex`, the watcher's log, `status`.
     problem: Problem | None = None
+    # The project is a git repository found without config: its commit history is a
+    # source too (ingest/commit_index.py). Only a discovered or configured project's
+    # team source says so; folders named alone (`--notes DIR`) never do.
+    history: bool = False
 
     def takes(self, name: str) -> bool:
         """Whether a file called ``name`` (directly in, or below, ``root``) is this source's."""
@@ -126,6 +130,8 @@ class Walk:
     problems: list[Problem] = field(default_factory=list)
     roots: list[Path] = field(default_factory=list)
     withheld: list[Problem] = field(default_factory=list)
+    # The git projects whose commits this pass reads (SourceDir.history).
+    repos: list[str] = field(default_factory=list)
 
     def withhold(self, problem: Problem) -> None:
         """Leave a file out for the secret in its path (``problem.path`` is masked)."""
@@ -278,8 +284,9 @@ def team_source(root: Path) -> SourceDir:
     problem = Problem(shown_path(found.config_file), found.problem) if found.problem else None
     notes = Path(os.path.normpath(found.notes.absolute()))  # events are matched as strings
     return SourceDir(
-        "note", notes, str(root), MARKDOWN, True, origin=team.TEAM, optional=True, problem=problem
-    )
+        "note", notes, str(root), MARKDOWN, True, origin=team.TEAM, optional=True,
+        problem=problem, history=True,
+    )  # fmt: skip
 
 
 def source_rows(sources: Iterable[SourceDir]) -> list[dict[str, object]]:
@@ -336,7 +343,8 @@ def walk(sources: Iterable[SourceDir]) -> Walk:
     A source folder or file whose path carries a secret is withheld (see
     :class:`Walk`), and every path in a problem is shown masked.
     """
-    result = Walk()
+    sources = list(sources)
+    result = Walk(repos=history_repos(sources))
     seen: set[Path] = set()
     problems: list[Problem] = []
     for src in sources:
@@ -362,6 +370,11 @@ def walk(sources: Iterable[SourceDir]) -> Walk:
     # A folder that cannot be listed may be the one whose name carries a secret.
     result.problems += [Problem(shown_path(p.path), p.reason) for p in problems]
     return result
+
+
+def history_repos(sources: Iterable[SourceDir]) -> list[str]:
+    """The git projects of ``sources`` whose commits are a source (SourceDir.history)."""
+    return list(dict.fromkeys(s.project for s in sources if s.history))
 
 
 OUTSIDE = "symlink leads out of the source folder: not followed"

@@ -26,6 +26,7 @@ from precedents.protocol import HEADER, MIN_PROMPT_CHARS, clip_prompt
 from precedents.recall.amendments import Amendments
 from precedents.recall.answer import Answer
 from precedents.recall.batcher import Batcher, Ranked, Work, daemon_threads
+from precedents.recall.commit_files import CommitFiles
 from precedents.recall.exported import ExportedVectors
 from precedents.recall.files import FileScopes
 from precedents.recall.format import record_json
@@ -80,6 +81,7 @@ class Recall(HookAnswers):
         self.marks = AdrMarks(settings.cache_dir / "adr")
         self.muted = MuteList(settings.home)
         self.team_seen = TeamSeen(settings.home)
+        self.commit_files = CommitFiles(settings.cache_dir)
         self.sessions = SessionLog()
         self._scopes: tuple[VectorSnapshot, FileScopes] | None = None
         self._snapshot: VectorSnapshot = EMPTY

@@ -56,6 +56,9 @@ class FileScopes:
         self.digests: dict[str, str] = {}
         # Conversation logs by file stem, which Claude Code makes the session id.
         self.logs_by_session: dict[str, str] = {}
+        # Decision commits by record path: the file hook finds them through the
+        # indexer's per-project map of current paths (recall/commit_files.py).
+        self.commits: dict[str, DocumentRecord] = {}
         self._by_project: dict[str, list[Scoped]] = {}
         # Notes and ADRs by the names their mentions end in, and by component: a
         # touched file looks up its own name and its folders' instead of every record.
@@ -70,6 +73,9 @@ class FileScopes:
             self.digests[path] = str(row.get("source_hash") or "")
             if row["kind"] == "conversation":
                 self.logs_by_session[os.path.splitext(os.path.basename(path))[0]] = path
+            elif row["kind"] == "commit":
+                self.commits[path] = DocumentRecord.from_row(row)
+                continue  # its scope names files as they were named when it was indexed
             scope = Scope.from_json(row.get("scope"))
             if scope == Scope():
                 continue

@@ -8,6 +8,8 @@ Line shapes::
     MARK adr  ID title (path)          (a live ADR has no mark: "adr  ID title (path)")
     conversation  YYYY-MM-DD title (path)
     conversation  YYYY-MM-DD title — decision passage (path)   (ingest/decisions.py)
+    commit  SHORT YYYY-MM-DD subject — rationale (ROOT@SHA12)   (ingest/commit_index.py)
+    commit  ... (ROOT@SHA12) · later changed by SHORT "subject"  (the file hook's)
     ⚠️amended YYYY-MM-DD → LATER TITLE KIND  ...      (a record a later chat amended)
 
 The byte cap counts UTF-8 over the whole line the hook prints: the JSON
@@ -62,6 +64,7 @@ from precedents.inert import (
     suspect_reason,
     team_label,
 )
+from precedents.ingest.commit_paths import commit_short
 from precedents.protocol import EVENT_PROMPT, HEADER, printed_bytes
 from precedents.recall.selection import Selection
 from precedents.store.rows import DocumentHit, DocumentRecord
@@ -97,6 +100,9 @@ class LineParts:
         return f"{self.head}{self.joiner}{middle}{self.tail}" if middle else self.head + self.tail
 
 
+# The file hook's mark on a decision commit a later commit without rationale changed
+# (ingest/commit_history.py ``later_line``).
+LATER_PREFIX = "later changed by "
 # A conversation's title on a line that carries its decision: enough to name the task.
 CONVERSATION_TITLE_CHARS = 80
 
@@ -121,6 +127,8 @@ def line_parts(record: DocumentRecord, mark: str = "") -> LineParts:
     tail = f" ({inert_path(record.path)})"
     mark = inert(mark, MARK_CHARS)
     if suspect_of(record):
+        if mark.startswith(LATER_PREFIX):
+            mark = ""  # the file hook's note on a commit, not a mark to keep
         # The path and the ADR mark only: the record's own words never reach the agent.
         head = f"{SUSPECT_MARK} {mark} {record.kind}" if mark else f"{SUSPECT_MARK} {record.kind}"
         # A suspect team note: the mark without its author (its words are withheld).
@@ -136,6 +144,8 @@ def line_parts(record: DocumentRecord, mark: str = "") -> LineParts:
             if ident
             else LineParts(head[:-1], " ", title, tail)
         )
+    if record.kind == "commit":
+        return _commit_parts(record, mark, tail)
     marked = f"{mark} " if mark else ""  # a record a later chat amended
     if record.kind == "conversation":
         # The day its decision was said, else the conversation's first day.
@@ -152,6 +162,26 @@ def line_parts(record: DocumentRecord, mark: str = "") -> LineParts:
     # Not suspect (checked above): the whole mark, without reading the fields again.
     kind = f"{record.kind} {team_label(record.author, record.date)}" if record.team else record.kind
     return LineParts(f"{marked}{kind}  {name}", " — ", inert(record.description, TEXT_CHARS), tail)
+
+
+def _commit_parts(record: DocumentRecord, mark: str, tail: str) -> LineParts:
+    """``commit  SHORT DAY subject — rationale (ROOT@SHA12)``: the short sha is read from
+    the path (ingest/commit_index.py); a ``later changed by`` mark (the file hook's)
+    follows the path, an amended mark comes first as on every record."""
+    short = inert(commit_short(record.path), ID_CHARS)
+    day = inert(record.date, ID_CHARS)[:DATE_CHARS]
+    later = mark if mark.startswith(LATER_PREFIX) else ""
+    marked = f"{mark} " if mark and not later else ""
+    if later:
+        # The later commit's subject is stored text too: suspect words show its sha only.
+        words = later if not suspect_reason(later) else later.split('"', 1)[0].rstrip()
+        tail = f"{tail} · {words}"
+    head = f"{marked}commit  {short} {day}".rstrip()
+    subject = cut(inert(record.name, TEXT_CHARS), CONVERSATION_TITLE_CHARS)
+    rationale = inert(record.description, TEXT_CHARS)
+    if not rationale:
+        return LineParts(head, " ", inert(record.name, TEXT_CHARS), tail)
+    return LineParts(f"{head} {subject}", " — ", rationale, tail)
 
 
 def record_json(hit: DocumentHit, mark: str | None = None) -> QueryRow:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from precedents.ingest.sources import project_keys, project_root
 from precedents.ingest.team import TEAM
 from precedents.protocol import EVENT_FILE, EVENT_PROMPT, HEADER, printed_bytes
 from precedents.recall.answer import Answer
+from precedents.recall.commit_files import CommitFiles
 from precedents.recall.files import FileScopes, relative_to_root
 from precedents.recall.format import render_records, suspect_of, team_mark
 from precedents.recall.marks import AdrMarks
@@ -78,6 +79,8 @@ class HookAnswers:
         """The scoped records of the snapshot in memory."""
         raise NotImplementedError
 
+    commit_files: CommitFiles
+
     def _give(
         self,
         session: str,
@@ -85,6 +88,7 @@ class HookAnswers:
         cap: int,
         header: str,
         event: str = EVENT_PROMPT,
+        later: Mapping[str, str] | None = None,
     ) -> Given:
         """Render ``records`` less those ``session`` was given unchanged, and remember the
         ones shown."""
@@ -96,7 +100,7 @@ class HookAnswers:
         text: str | None = None
         shown: list[DocumentRecord] = []
         if fresh and cap > 0:
-            text, shown = self._render(fresh, cap, header, event)
+            text, shown = self._render(fresh, cap, header, event, later or {})
         self.sessions.give(session, [(r.path, digests.get(r.path, "")) for r in shown])
         suspect = tuple(r.path for r in shown if suspect_of(r))
         team = tuple((r.path, team_mark(r)) for r in shown if r.team)
@@ -106,27 +110,36 @@ class HookAnswers:
         )
 
     def _render(
-        self, records: Sequence[DocumentRecord], cap: int, header: str, event: str
+        self,
+        records: Sequence[DocumentRecord],
+        cap: int,
+        header: str,
+        event: str,
+        later: Mapping[str, str],
     ) -> tuple[str | None, list[DocumentRecord]]:
         """:func:`render_records`; when some records do not fit, the last line says how
-        many were left out (never a silent cut), in room kept free for it."""
+        many were left out (never a silent cut), in room kept free for it. ``later``: a
+        decision commit's ``later changed by`` line, by record path (the file hook's)."""
         marks = self.marks
-        text, shown = render_records(
-            records, cap, marks.mark_for, marks.successors_for, event, header
-        )
+
+        def mark_for(record: DocumentRecord) -> str:
+            return later.get(record.path) or marks.mark_for(record)
+
+        text, shown = render_records(records, cap, mark_for, marks.successors_for, event, header)
         left = len({r.path for r in records} - {r.path for r in shown})
         if not left or text is None:
             return text, shown
         room = printed_bytes("\n" + LEFT_OUT.format(99), event) - printed_bytes("", event)
         text, shown = render_records(
-            records, cap - room, marks.mark_for, marks.successors_for, event, header
+            records, cap - room, mark_for, marks.successors_for, event, header
         )
         left = len({r.path for r in records} - {r.path for r in shown})
         return (f"{text}\n{LEFT_OUT.format(left)}" if text else None), shown
 
     def file_context(self, cwd: str, path: str, *, session: str = "") -> Answer:
         """What the file hook injects when a tool of ``session`` touches ``path``: the
-        project's rules scoped to it, and the ADRs and notes that name it (docs/rules.md)."""
+        project's rules scoped to it, the ADRs and notes that name it (docs/rules.md), and
+        the decision commits that touched it (docs/commits.md)."""
         started = time.perf_counter()
         root = project_root(cwd)
         rel = relative_to_root(path, root, cwd)
@@ -151,12 +164,22 @@ class HookAnswers:
             if s.record.path not in muted and text_id not in texts:
                 texts.add(text_id)
                 records.append(s.record)
+        # The decision commits that touched it, newest first, each with the later
+        # commit without rationale that changed its lines (docs/commits.md).
+        later: dict[str, str] = {}
+        for path_of, line in self.commit_files.for_file(root, rel):
+            commit = scopes.commits.get(path_of)
+            if commit is not None and path_of not in muted and path_of not in texts:
+                texts.add(path_of)
+                records.append(commit)
+                if line:
+                    later[path_of] = line
         records = records[:FILE_MAX_RECORDS]
         hits = tuple(DocumentHit(r, 1.0, 0) for r in records)
         selection = Selection(
             hits, FILE_CAP_BYTES if hits else 0, 0.0, 0.0, "file" if hits else "no-scope"
         )
-        given = self._give(session, records, FILE_CAP_BYTES, HEADER, EVENT_FILE)
+        given = self._give(session, records, FILE_CAP_BYTES, HEADER, EVENT_FILE, later)
         return given.answer(selection, root, {"total": (time.perf_counter() - started) * 1000})
 
     def _team_news(self, root: str) -> TeamNews | None:

@@ -14,7 +14,9 @@ Decisions where the SPEC is silent, written down here and in docs/daemon.md:
 
 - A conversation joins a set the documents earned when its score is within
   ``near_top`` of the best document's; at most one is shown, in its place in score
-  order among the at most 3 chosen.
+  order among the at most 3 chosen. A decision commit (docs/commits.md) joins the
+  same way, at most one; it never speaks on its own (no labelled prompts to set
+  such a rule by).
 - A conversation also speaks on its own (issue #27: a project whose memory is its
   chats), when it settled something: among the conversations with a decision
   passage (ingest/decisions.py), when the best-ranked one's cosine reaches
@@ -217,14 +219,16 @@ def _select_documents(
     floor = top - thresholds.near_top
     wide = gap >= thresholds.wide_gap
     chosen: list[DocumentHit] = []
-    conversations = 0
+    joined = {"conversation": 0, "commit": 0}
     for hit in ranked:
         if len(chosen) >= MAX_SHOWN:
             break
-        if hit.record.kind == "conversation":
-            if conversations >= MAX_CONVERSATIONS or hit.score < floor:
+        if hit.record.kind in joined:
+            # Conversations and decision commits join what the documents earned; at
+            # most one of each (no labelled prompts to calibrate more: docs/commits.md).
+            if joined[hit.record.kind] >= MAX_CONVERSATIONS or hit.score < floor:
                 continue
-            conversations += 1
+            joined[hit.record.kind] += 1
         elif hit.record.kind not in DOCUMENT_KINDS:
             continue
         elif wide and hit.score < floor:

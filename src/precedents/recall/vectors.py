@@ -47,6 +47,9 @@ CONVERSATION_RANKS = 3
 # a decision passage): one speaks on its own when it stands out among them (ranks
 # 2..11, recall/selection.py).
 DECIDED_RANKS = 12
+# Decision commits rank in their own group (docs/commits.md): a project's history would
+# otherwise crowd the notes, rules and ADRs out of the ranks the selection gap reads.
+COMMIT_RANKS = 3
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,7 @@ class _Subset:
     rows: NDArray[np.int64]  # snapshot row of each subset row
     starts: NDArray[np.int64]  # first subset row of each document (for reduceat)
     docs: NDArray[np.int64]  # indices of notes/rules/ADRs among the documents
+    commits: NDArray[np.int64]  # indices of decision commits among the documents
     conversations: NDArray[np.int64]  # indices of conversations among the documents
     decided: NDArray[np.int64]  # those of the conversations with a decision passage
     multilingual_local: NDArray[np.int64]  # subset rows that also have a multilingual vector
@@ -168,10 +172,12 @@ class VectorSnapshot:
         starts: list[int] = []
         docs: list[int] = []
         convs: list[int] = []
+        commits: list[int] = []
+        groups = {"conversation": convs, "commit": commits}
         for d, doc_rows in enumerate(by_doc.values()):
             starts.append(len(rows))
             rows.extend(doc_rows)
-            (convs if self.meta[doc_rows[0]]["kind"] == "conversation" else docs).append(d)
+            groups.get(self.meta[doc_rows[0]]["kind"], docs).append(d)
         row_arr = np.asarray(rows, dtype=np.int64)
         local = [k for k, r in enumerate(rows) if r in self.multilingual_vectors]
         subset = _Subset(
@@ -179,6 +185,7 @@ class VectorSnapshot:
             rows=row_arr,
             starts=np.asarray(starts, dtype=np.int64),
             docs=np.asarray(docs, dtype=np.int64),
+            commits=np.asarray(commits, dtype=np.int64),
             conversations=np.asarray(convs, dtype=np.int64),
             decided=np.asarray(
                 [d for d in convs if self.meta[rows[starts[d]]].get("decided")], dtype=np.int64
@@ -296,7 +303,12 @@ class VectorSnapshot:
             key = self._with_words(sub, best, texts[j] if texts else "", words)
             key = _with_dates(sub, key, windows[j] if windows else None, dates)
             picks: list[tuple[float, int]] = []
-            for group, limit in ((sub.docs, doc_ranks), (sub.conversations, conversation_ranks)):
+            groups = (
+                (sub.docs, doc_ranks),
+                (sub.conversations, conversation_ranks),
+                (sub.commits, COMMIT_RANKS),
+            )
+            for group, limit in groups:
                 picks += self._top(sub, group, key, limit, allowed)
             if decided_ranks:
                 taken = {d for _, d in picks}

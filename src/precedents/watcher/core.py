@@ -37,11 +37,18 @@ from precedents.adr_graph import build_graph
 from precedents.config import Settings
 from precedents.errors import PrecedentsError, UsageError
 from precedents.ingest.indexer import Indexer, IndexReport, lazy_store
-from precedents.ingest.sources import SourceDir, SourceFile, Sources, configured_sources, walk
+from precedents.ingest.sources import (
+    SourceDir,
+    SourceFile,
+    Sources,
+    configured_sources,
+    history_repos,
+    walk,
+)
 from precedents.models.embedding import Embedder
 from precedents.secrets.mask import mask_secrets
 from precedents.secrets.names import shown_path
-from precedents.store import Store
+from precedents.store import FileRecord, Store
 from precedents.watcher.debounce import Debouncer
 from precedents.watcher.embcache import CachedEmbedder
 from precedents.watcher.watches import (
@@ -141,6 +148,7 @@ class Watcher:
         self._loader: threading.Thread | None = None
         self._failures_in_row = 0
         self._reported: dict[str, str] = {}
+        self._git_problems: set[tuple[str, str]] = set()
         self.stats = WatchStats()
 
     # -- lifecycle ---------------------------------------------------------------
@@ -287,11 +295,32 @@ class Watcher:
                 ", ".join(shown_path(s.root) for s in fresh),
             )
             self._reconcile(fresh)
+        self._read_commits()
+
+    def _read_commits(self) -> None:
+        """New commits of every git project (``known..HEAD``: one git call when none)."""
+        assert self._indexer is not None
+        repos = history_repos(self._sources)
+        if not repos:
+            return
+        report = self._indexer.sync_commits(repos)
+        self._count(report)
+        if report.commits_indexed or report.files_deleted:
+            log.info(
+                "commits: %d new record(s), %d removed",
+                report.commits_indexed,
+                report.files_deleted,
+            )
+        # A repository's problems stand until fixed: each is logged once, not every rescan.
+        for problem in report.problems:
+            if (problem.path, problem.reason) not in self._git_problems:
+                self._git_problems.add((problem.path, problem.reason))
+                log.warning("%s: %s", problem.path, problem.reason)
 
     def _drop_under(self, root: str) -> None:
         assert self._indexer is not None and self._store is not None
         with self._indexer.writing():
-            gone = [p for p in self._store.files() if within(p, root)]
+            gone = [p for p, f in self._store.files().items() if _file(f) and within(p, root)]
             removed = self._indexer.remove_paths(gone) if gone else 0
         if gone:
             self.stats.files_removed += removed
@@ -441,7 +470,7 @@ class Watcher:
 
     def _files_under(self, folder: str) -> set[str]:
         assert self._store is not None
-        found = {p for p in self._store.files() if within(p, folder)}
+        found = {p for p, f in self._store.files().items() if _file(f) and within(p, folder)}
         for top, dirnames, filenames in os.walk(folder):
             dirnames[:] = [d for d in dirnames if not d.startswith(".")]
             found.update(os.path.join(top, f) for f in filenames)
@@ -517,3 +546,9 @@ class Watcher:
                 continue
             self._reported[problem.path] = problem.reason
             log.warning("%s: %s", problem.path, problem.reason)
+
+
+def _file(record: FileRecord) -> bool:
+    """Whether a stored row is a file's (a commit record, ROOT@SHA, is not: a folder
+    event never drops it, ingest/commit_index.py does)."""
+    return record.kind != "commit"
