@@ -54,7 +54,9 @@ from precedents.watcher.embcache import CachedEmbedder
 from precedents.watcher.watches import (
     Watches,
     awaits,
+    git_dirs,
     may_hold_sources,
+    moved_ref,
     route,
     wanted_watches,
     within,
@@ -149,6 +151,7 @@ class Watcher:
         self._failures_in_row = 0
         self._reported: dict[str, str] = {}
         self._git_problems: set[tuple[str, str]] = set()
+        self._git_dirs: dict[str, str] = {}  # watched git folders -> their repository
         self.stats = WatchStats()
 
     # -- lifecycle ---------------------------------------------------------------
@@ -275,7 +278,9 @@ class Watcher:
 
     def _sync_watches(self) -> set[str]:
         claude = self.settings.claude_dir if self._discovering else None
-        return self._watches.sync(wanted_watches(self._sources, claude))
+        repos = history_repos(self._sources)
+        self._git_dirs = git_dirs(repos)
+        return self._watches.sync(wanted_watches(self._sources, claude, repos))
 
     def _refresh_sources(self) -> None:
         old = self._sources
@@ -297,10 +302,13 @@ class Watcher:
             self._reconcile(fresh)
         self._read_commits()
 
-    def _read_commits(self) -> None:
-        """New commits of every git project (``known..HEAD``: one git call when none)."""
+    def _read_commits(self, only: Sequence[str] | None = None) -> None:
+        """New commits of every git project, or of ``only`` (``known..HEAD``: one git call
+        when none)."""
         assert self._indexer is not None
         repos = history_repos(self._sources)
+        if only is not None:
+            repos = [r for r in repos if r in only]
         if not repos:
             return
         report = self._indexer.sync_commits(repos)
@@ -334,6 +342,12 @@ class Watcher:
             if event.event_type == "moved":
                 paths.append(os.fsdecode(event.dest_path))
             for path in paths:
+                repo = self._moved_branch(path)
+                if repo:
+                    # A commit, a checkout, a pull: read its new commits once git is done.
+                    self._debouncer.add(("commits", repo), self.timing.quiet_s)
+                if repo is not None:
+                    continue  # git's own files are no source
                 if event.is_directory:
                     self._on_dir_event(path, event.event_type)
                     continue
@@ -348,6 +362,13 @@ class Watcher:
                 self._debouncer.add(("file", path), quiet)
         except Exception:  # an exception here would kill watchdog's dispatch thread
             log.exception("could not handle a file-system event")
+
+    def _moved_branch(self, path: str) -> str | None:
+        """The repository whose branch ``path`` (an event in a git folder) moved, if any."""
+        for git_dir, repo in self._git_dirs.items():
+            if within(path, git_dir):
+                return repo if moved_ref(path, git_dir) else ""
+        return None
 
     def _on_dir_event(self, path: str, event_type: str) -> None:
         roots = {str(s.root) for s in self._sources}
@@ -435,6 +456,9 @@ class Watcher:
     def _process(self, due: list[Hashable]) -> None:
         paths: set[str] = set()
         dirs: list[str] = []
+        repos = [key[1] for key in due if isinstance(key, tuple) and key[0] == "commits"]
+        if repos:
+            self._read_commits(repos)
         for key in due:
             if key == _REDISCOVER:
                 self._refresh_sources()

@@ -118,9 +118,30 @@ def awaits(sources: Sequence[SourceDir], folder: str) -> bool:
     return any(s.optional and within(str(s.root), folder) for s in sources)
 
 
-def wanted_watches(sources: Sequence[SourceDir], claude_dir: Path | None) -> set[WatchKey]:
-    """The watches ``sources`` need; with ``claude_dir``, also where new ones appear."""
+def git_dirs(repos: Sequence[str]) -> dict[str, str]:
+    """The git folder of each repository whose commits are read (``.git`` a folder; a
+    worktree's ``.git`` file is left to the rescan), by that folder."""
+    return {os.path.join(r, ".git"): r for r in repos if os.path.isdir(os.path.join(r, ".git"))}
+
+
+def moved_ref(path: str, git_dir: str) -> bool:
+    """Whether ``path`` inside ``git_dir`` says a branch moved: HEAD, packed-refs, a
+    branch under refs/heads (git writes ``x.lock`` then renames it to ``x``)."""
+    rel = os.path.relpath(path, git_dir).replace(os.sep, "/")
+    if rel.endswith(".lock"):
+        return False
+    return rel in ("HEAD", "packed-refs") or rel.startswith("refs/heads/")
+
+
+def wanted_watches(
+    sources: Sequence[SourceDir], claude_dir: Path | None, repos: Sequence[str] = ()
+) -> set[WatchKey]:
+    """The watches ``sources`` need; with ``claude_dir``, also where new ones appear; with
+    ``repos``, each one's git folder (HEAD, packed-refs) and its branches (refs/heads):
+    a new commit is read at once, not at the next rescan (issue #27)."""
     wanted = {(str(s.root), s.recursive) for s in sources}
+    for git_dir in git_dirs(repos):
+        wanted |= {(git_dir, False), (os.path.join(git_dir, "refs", "heads"), True)}
     # Where an optional folder will appear (one level at a time: each new level is
     # discovered, then watched, until the folder itself is).
     wanted |= {(p, False) for p in map(awaited_at, sources) if p is not None}
