@@ -16,7 +16,11 @@ hook really injects) plus synthetic chunks with random unit vectors up to
 ``--conversations DIR``: also index DIR's Claude Code transcripts as the
 project's conversation logs (real text, so the word index that ranks them is
 real: e.g. the LoCoMo sessions that ``research/precedents_research/locomo_eval.py
---work W`` wrote under ``W/conversations/*``, copied into one folder).
+--work W`` wrote under ``W/conversations/*``, copied into one folder, or the
+decisions set's chats, ``research/precedents_research/decisions_set.py --decoys N``).
+
+``--repo DIR``: the project is that git repository, and its decision commits are
+indexed too (issue #27: e.g. the 100,000-commit repository bench/commits.py builds).
 """
 
 from __future__ import annotations
@@ -72,7 +76,11 @@ def notes_folder(home: Path, crosslingual: bool) -> Path:
 
 
 def build_index(
-    home: Path, chunks: int, crosslingual: bool = False, conversations: Path | None = None
+    home: Path,
+    chunks: int,
+    crosslingual: bool = False,
+    conversations: Path | None = None,
+    repo: Path | None = None,
 ) -> int:
     """Dev notes (real vectors) + synthetic filler up to ``chunks`` rows; returns the row count."""
     import numpy as np
@@ -92,7 +100,16 @@ def build_index(
     sources = configured_sources(
         settings, Sources(notes=[notes], conversations=logs, project=PROJECT)
     )
-    Indexer(settings, store, embedder).sync(walk(sources))
+    indexer = Indexer(settings, store, embedder)
+    indexer.sync(walk(sources))
+    if repo is not None:
+        started = time.perf_counter()
+        report = indexer.sync_commits([str(repo)])
+        print(
+            f"commits of {repo}: {report.commits_indexed} record(s) in "
+            f"{time.perf_counter() - started:.1f} s",
+            flush=True,
+        )
     have = store.count()
     rng = np.random.default_rng(7)
     items = []
@@ -236,17 +253,21 @@ def main() -> int:
         "--crosslingual", action="store_true", help="ten notes in Japanese, English questions"
     )
     parser.add_argument("--conversations", type=Path, help="index these transcripts too")
+    parser.add_argument("--repo", type=Path, help="the project: this git repository's commits")
     parser.add_argument("--model", help="another embedding model (set up in the state folder)")
     args = parser.parse_args()
     if not (EVAL / "dev" / "notes").is_dir():
         print(f"skipped: {EVAL / 'dev' / 'notes'} is missing")
         return 0
+    global PROJECT
+    if args.repo:
+        PROJECT = str(args.repo.absolute())
     home = args.home or Path(tempfile.mkdtemp(prefix="precedents-bench-hook-"))
     if args.model:
         use_model(home, args.model)
     if not (home / "index").exists():
         print(f"building a {args.chunks}-chunk index in {home} ...", flush=True)
-        rows = build_index(home, args.chunks, args.crosslingual, args.conversations)
+        rows = build_index(home, args.chunks, args.crosslingual, args.conversations, args.repo)
     else:
         rows = -1
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRECEDENTS_")}

@@ -24,6 +24,7 @@ from precedents.ingest.sources import Problem, configured_sources, project_root,
 from precedents.ingest.sources import Sources as Sources  # what the CLI builds its folders into
 from precedents.protocol import DaemonClient, Unavailable
 from precedents.query_daemon import client as daemon_client
+from precedents.secrets.names import shown_path
 from precedents.secrets.withheld import read_withheld
 
 if TYPE_CHECKING:
@@ -208,7 +209,9 @@ def status(settings: Settings) -> dict[str, Any]:
         "withheld_paths": read_withheld(settings.cache_dir),
         # Each git project's problems (a shallow clone, a corrupt pack) as the last pass
         # found them: one line each (docs/commits.md).
-        "git_problems": read_problems(settings.cache_dir),
+        "git_problems": [
+            {**g, "project": shown_path(g["project"])} for g in read_problems(settings.cache_dir)
+        ],
         "kinds": {},
         "projects": {},
         "documents": 0,

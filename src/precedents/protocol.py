@@ -129,6 +129,7 @@ if TYPE_CHECKING:
         # exchange (1-based) on this day (ingest/decisions.py, issue #27).
         exchange: NotRequired[int]
         decided: NotRequired[str]
+        short: NotRequired[str]  # a decision commit's short sha (docs/commits.md)
 
     class QueryAnswer(_Envelope):
         ok: Literal[True]

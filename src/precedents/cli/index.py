@@ -22,7 +22,6 @@ from precedents.cli.common import (
 from precedents.config import load_settings
 from precedents.errors import PrecedentsError
 from precedents.inert import SUSPECT_MARK
-from precedents.secrets.names import shown_path
 
 if TYPE_CHECKING:
     from precedents.ingest.indexer import IndexReport
@@ -170,7 +169,7 @@ def _status_lines(info: dict[str, Any]) -> list[str]:
     git = info.get("git_problems") or []
     if git:
         lines.append(f"git history: {len(git)} problem(s), the rest indexed")
-    lines += [f"  {shown_path(g['project'])}: {g['problem']}" for g in git]
+    lines += [f"  {g['project']}: {g['problem']}" for g in git]  # shown by api (masked)
     return lines
 
 

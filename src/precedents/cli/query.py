@@ -11,7 +11,6 @@ from precedents.cli.common import JsonOpt, ProjectOpt, add_commands, print_json
 from precedents.config import load_settings
 from precedents.errors import UsageError
 from precedents.inert import SUSPECT_MARK, decided_label, team_label
-from precedents.ingest.commit_paths import commit_short
 
 if TYPE_CHECKING:
     from precedents.api import QueryResult
@@ -66,7 +65,7 @@ def _print_results(result: QueryResult, all_projects: bool) -> None:
     for r in rows:
         label = f"{r['adr_id']} {r['name']}" if r["adr_id"] else r["name"]
         if r["kind"] == "commit":  # as the hook shows it: short sha and day first
-            label = f"{commit_short(r['path'])} {r['date']} {label}"
+            label = f"{r.get('short', '')} {r['date']} {label}".strip()
         desc = f" — {r['description']}" if r["description"] else ""
         if r.get("exchange"):  # a conversation's decision passage: which exchange, when
             stamp = f"{r.get('decided', '')}#{r['exchange']}"

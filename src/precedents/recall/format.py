@@ -205,6 +205,8 @@ def record_json(hit: DocumentHit, mark: str | None = None) -> QueryRow:
     }
     if r.team:
         row["author"] = "" if suspect else inert(r.author, AUTHOR_CHARS)
+    if r.kind == "commit":
+        row["short"] = inert(commit_short(r.path), ID_CHARS)
     if r.decided:
         row["exchange"] = r.decided_exchange
         row["decided"] = inert(r.decided_on, ID_CHARS)
