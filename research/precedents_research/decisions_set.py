@@ -44,6 +44,8 @@ from typing import Any
 RESEARCH = Path(__file__).resolve().parents[1]
 REPO = RESEARCH.parent
 DATA = RESEARCH / "data" / "decisions"
+# The committed set: the urllib3 modules its tasks name live there (and only there).
+MODULES = RESEARCH.parent / "tests" / "fixtures" / "decisions"
 DEFAULT_OUT = REPO / "tests" / "fixtures" / "decisions"
 DEFAULT_DECOYS = 120
 DEFAULT_SEED = 27
@@ -798,14 +800,20 @@ def build(out: Path, decoys: int = DEFAULT_DECOYS, seed: int = DEFAULT_SEED) -> 
         all_chats.append(decoy(m, seed, i, hot))
 
     if out.exists():
-        for old in ("conversations", "LICENSES", "src"):
+        for old in ("conversations", "LICENSES"):
             shutil.rmtree(out / old, ignore_errors=True)
     # The tasks' modules as the real repository has them at the pinned commit (the
-    # file hook reads what a file defines, and the messages' `file` names them).
+    # file hook reads what a file declares, and the messages' `file` names them). They
+    # are kept once, in the committed set, and copied from there into any other.
+    committed = out.resolve() == MODULES.resolve()
     for module in sorted({t["module"] for t in tasks}):
         target = out / module
+        if committed:
+            if not target.is_file():
+                raise SystemExit(f"{target}: missing from the committed set (git restore it)")
+            continue
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes((DATA / "repo" / module).read_bytes())
+        target.write_bytes((MODULES / module).read_bytes())
     (out / "conversations").mkdir(parents=True, exist_ok=True)
     for chat in all_chats:
         (out / chat.file).write_text(transcript(chat, chat.rng), encoding="utf-8")
