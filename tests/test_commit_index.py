@@ -237,23 +237,20 @@ def test_history_dev_set_through_the_file_hook(home: Path, tmp_path: Path) -> No
     assert found >= 19 and later_found >= labelled - 2, (found, later_found, labelled)
 
 
-def test_the_watchers_rescan_indexes_new_commits(home: Path, tmp_path: Path) -> None:
-    """New commit -> searchable through the real watcher (its periodic rescan reads
-    ``known..HEAD``). With the rescan every 0.5 s here, measured on the 2-core VM:
-    p50 0.55 s, p95 0.68 s over 8 commits (rescan wait + read + one embedding);
-    the default rescan is 60 s (docs/commits.md)."""
-    from precedents.watcher import Watcher, WatchTiming
+def _new_commits_stored(tmp_path: Path, timing: Any, commits: int) -> list[float]:
+    """Seconds from each of ``commits`` new commits to its record in the store, through
+    the real watcher with ``timing`` (sorted)."""
+    from precedents.watcher import Watcher
 
     repo, _ = shop(tmp_path)
     emb = FakeEmbedder()
     settings = load_settings(repos=[repo])
     store = open_store(settings.index_dir, emb)  # type: ignore[arg-type]
     reader = Store(settings.index_dir, emb.model_id, emb.dimension, reader=True)
-    timing = WatchTiming(quiet_s=0.1, rescan_s=0.5)
     took: list[float] = []
     with Watcher(settings, store=store, embedder=emb, timing=timing) as w:  # type: ignore[arg-type]
         assert w.wait_ready(15.0)
-        for i in range(8):
+        for i in range(commits):
             sha = commit(
                 repo,
                 f"limit {i}: cap it\n\nCap batch {i} at {i + 2} items because the queue "
@@ -262,48 +259,33 @@ def test_the_watchers_rescan_indexes_new_commits(home: Path, tmp_path: Path) -> 
             )
             started = time.monotonic()
             while commit_path(str(repo), sha) not in reader.files():
-                assert time.monotonic() - started < 15.0, "the new commit was not indexed"
+                assert time.monotonic() - started < 20.0, "the new commit was not indexed"
                 time.sleep(0.02)
                 reader.refresh()
             took.append(time.monotonic() - started)
+        # A file git writes that moves no branch (the index) reads nothing, fails nothing.
+        (repo / ".git" / "index").touch()
         assert w.stats.failures == 0
-    took.sort()
+    return sorted(took)
+
+
+def test_the_watchers_rescan_indexes_new_commits(home: Path, tmp_path: Path) -> None:
+    """New commit -> stored through the real watcher with its rescan every 0.5 s (the
+    branch's own watch usually comes first). Measured on the 2-core VM before the refs
+    were watched: p50 0.55 s, p95 0.68 s over 8 commits (docs/commits.md)."""
+    from precedents.watcher import WatchTiming
+
+    took = _new_commits_stored(tmp_path, WatchTiming(quiet_s=0.1, rescan_s=0.5), 8)
     print(f"new commit -> stored: p50 {took[len(took) // 2]:.2f} s, p95 {took[-1]:.2f} s")
 
 
 def test_the_watcher_reads_a_new_commit_when_the_branch_moves(home: Path, tmp_path: Path) -> None:
     """HEAD and refs/heads are watched: a new commit is read at once, not at the next
-    rescan (an hour here). Measured on the 2-core VM (docs/commits.md)."""
-    from precedents.watcher import Watcher, WatchTiming
+    rescan (an hour here). Measured on the 2-core VM: p50 0.36 s (docs/commits.md)."""
+    from precedents.watcher import WatchTiming
 
-    repo, _ = shop(tmp_path)
-    emb = FakeEmbedder()
-    settings = load_settings(repos=[repo])
-    store = open_store(settings.index_dir, emb)  # type: ignore[arg-type]
-    reader = Store(settings.index_dir, emb.model_id, emb.dimension, reader=True)
-    timing = WatchTiming(quiet_s=0.3, rescan_s=3600.0)
-    took: list[float] = []
-    with Watcher(settings, store=store, embedder=emb, timing=timing) as w:  # type: ignore[arg-type]
-        assert w.wait_ready(15.0)
-        for i in range(6):
-            sha = commit(
-                repo,
-                f"retry {i}: bound it\n\nBound retry {i} at {i + 3} attempts because the "
-                "upstream rate limit resets every minute and more attempts only queue.",
-                {f"src/retry_{i}.py": f"ATTEMPTS = {i + 3}  # the rate limit resets each minute\n"},
-            )
-            started = time.monotonic()
-            while commit_path(str(repo), sha) not in reader.files():
-                assert time.monotonic() - started < 20.0, "the branch moved, nothing was read"
-                time.sleep(0.02)
-                reader.refresh()
-            took.append(time.monotonic() - started)
-        # A file git writes that moves no branch (the index) reads nothing.
-        (repo / ".git" / "index").touch()
-        assert w.stats.failures == 0
-    took.sort()
-    p50, worst = took[len(took) // 2], took[-1]
-    print(f"new commit -> stored (refs watched): p50 {p50:.2f} s, max {worst:.2f} s")
+    took = _new_commits_stored(tmp_path, WatchTiming(quiet_s=0.3, rescan_s=3600.0), 6)
+    print(f"new commit -> stored (refs watched): p50 {took[len(took) // 2]:.2f} s")
 
 
 def test_moved_refs_are_told_from_git_housekeeping(tmp_path: Path) -> None:

@@ -185,21 +185,25 @@ def test_nothing_below_the_cli_imports_it() -> None:
 HOOK_MODULES = ("precedents.hook.core", "precedents.hook.spawn", "precedents.protocol")
 
 
+def top_imports(name: str) -> set[str]:
+    """The top-level packages module ``name`` imports (absolute imports only)."""
+    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+    return {
+        a.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for a in node.names
+    } | {
+        (node.module or "").split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and not node.level
+    }
+
+
 def test_the_hook_and_protocol_need_only_the_standard_library() -> None:
     for name in HOOK_MODULES:
         assert set(GRAPH[name]) <= set(HOOK_MODULES), name
-        tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
-        top = {
-            a.name.split(".")[0]
-            for node in ast.walk(tree)
-            if isinstance(node, ast.Import)
-            for a in node.names
-        } | {
-            (node.module or "").split(".")[0]
-            for node in ast.walk(tree)
-            if isinstance(node, ast.ImportFrom) and not node.level
-        }
-        assert top - {"precedents"} <= set(sys.stdlib_module_names), name
+        assert top_imports(name) - {"precedents"} <= set(sys.stdlib_module_names), name
 
 
 def test_the_package_root_holds_only_shared_modules() -> None:
@@ -217,17 +221,7 @@ def test_the_text_helpers_sit_below_every_reader_of_text() -> None:
     is what ingest, the ADR graph, ``check`` and the store share, so it imports none of
     them, nor any other precedents module: standard library and PyYAML only."""
     assert GRAPH["precedents.text"] == []
-    tree = ast.parse(MODULES["precedents.text"].read_text(encoding="utf-8"))
-    top = {
-        a.name.split(".")[0]
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Import)
-        for a in node.names
-    } | {
-        (node.module or "").split(".")[0]
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom) and not node.level
-    }
+    top = top_imports("precedents.text")
     assert top - {"yaml"} <= set(sys.stdlib_module_names), top
     users = {m.split(".")[1] for m in MODULES for w in GRAPH[m] if w == "precedents.text"}
     assert {"adr_graph", "check", "ingest", "store"} <= users
