@@ -155,8 +155,7 @@ def _candidates(
     agreed_next = bool(_AGREE.match(next_prompt))
     answer_sentences = sentences(answer)
     answer_agrees = bool(answer_sentences) and bool(_AGREE.match(answer_sentences[0]))
-    for who, text in (("user", prompt), ("assistant", answer)):
-        parts = sentences(text)
+    for who, parts in (("user", sentences(prompt)), ("assistant", answer_sentences)):
         for i, s in enumerate(parts):
             score = _score(s)
             bonus = 0.0
