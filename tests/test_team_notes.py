@@ -97,6 +97,33 @@ def test_the_committed_config_names_the_folder(
     assert (problem in found.problem) if problem else found.problem == ""
 
 
+def test_a_secret_in_the_team_config_is_never_echoed_and_check_finds_it(
+    home: Path, tmp_path: Path
+) -> None:
+    """Issue #28: a committed `.precedents/config.toml` is the repository's text, not the
+    user's: `reindex`, `status --json` and the watcher's problems show it masked, and
+    `check` scans it like every file it commits."""
+    repo = init_repo(tmp_path / "repo")
+    (repo / ".precedents").mkdir()
+    (repo / ".precedents" / "config.toml").write_text(
+        f'notes = "/home/ci/{GH_TOKEN}"\ntoken = "{GH_TOKEN}"\n'
+    )
+    git(repo, "add", "-A")
+    reindex = cli(repo, home, "reindex", "--project", str(repo))
+    status = cli(repo, home, "status", "--json", "--project", str(repo))
+    check = cli(repo, home, "check")
+    for run in (reindex, status, check):
+        assert GH_TOKEN not in run.stdout + run.stderr
+    assert "leaves the repository" in reindex.stdout + reindex.stderr
+    assert "[MASKED:" in reindex.stdout + reindex.stderr
+    assert check.returncode == 1
+    found = check.stdout + check.stderr
+    assert ".precedents/config.toml:1: error: secret" in found
+    assert ".precedents/config.toml:2: error: secret" in found
+    assert "leaves the repository" in found  # the config's own problem, in `check` too
+    assert GH_TOKEN not in team_config(repo).problem
+
+
 def test_a_bad_config_is_reported_by_reindex_and_status_not_fatal(
     home: Path, tmp_path: Path
 ) -> None:

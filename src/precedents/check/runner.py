@@ -34,20 +34,24 @@ from precedents.check.rules import rule_findings
 from precedents.check.secrets import name_findings, text_findings
 from precedents.check.tree import Tree, expand, relative, repository_root, staged_changes
 from precedents.errors import UsageError
-from precedents.ingest.team import team_notes_dir
+from precedents.ingest.team import CONFIG_NAME, TEAM_DIR, team_config, team_notes_dir
 from precedents.rules.formats import RuleFile, classify
 from precedents.secrets.mask import mask_secrets
 from precedents.secrets.names import shown_path
 
 # Markdown and text files that are none of the kinds above are still read for secrets.
 TEXT_SUFFIXES: Final = (".md", ".mdc", ".markdown", ".txt")
+# The team's config is committed with the notes it places and read by every clone: a
+# secret in it is a secret committed (issue #28), and what is wrong in it is shown.
+TEAM_CONFIG: Final = f"{TEAM_DIR}/{CONFIG_NAME}"
 _BINARY_PROBE: Final = 8192
 
 
 @dataclass(frozen=True)
 class Kind:
     """What a file is to the checks: ``rule`` (with its placing), ``adr``, ``note`` (a
-    team note), ``text`` (other Markdown or text), or ``other`` (its name only)."""
+    team note), ``config`` (the team's config.toml), ``text`` (other Markdown or text),
+    or ``other`` (its name only)."""
 
     name: str
     placed: RuleFile | None = None
@@ -72,6 +76,8 @@ class Layout:
             return Kind("adr")
         if path.startswith(self.notes + "/") and is_note(path):
             return Kind("note")
+        if path == TEAM_CONFIG:
+            return Kind("config")
         return Kind("text" if path.lower().endswith(TEXT_SUFFIXES) else "other")
 
 
@@ -113,7 +119,7 @@ def run(
         for path in targets
     }
     if all_files:  # CI: the product's own files, not every README of the repository
-        kinds = {p: k for p, k in kinds.items() if k.name in ("rule", "adr", "note")}
+        kinds = {p: k for p, k in kinds.items() if k.name in ("rule", "adr", "note", "config")}
     report = Report(str(git or ""), mode)
     report.findings = _check(tree, layout, kinds, deleted, report)
     report.findings = _shown(report.findings, root, here)
@@ -140,6 +146,8 @@ def _check(
         found += text_findings(path, text)
         if kind.placed is not None:
             found += rule_findings(path, kind.placed, text, tracked)
+        if kind.name == "config":
+            found += _config_findings(path, layout.root)
     touched = {folder_of(p, layout.adr_folders) for p in [*kinds, *deleted]}
     for folder in sorted(f for f in touched if f is not None):
         found += adr_findings(tree, folder)
@@ -147,6 +155,12 @@ def _check(
     if staged_notes:
         found += duplicate_findings(tree, layout.notes, staged_notes)
     return found
+
+
+def _config_findings(path: str, root: Path) -> list[Finding]:
+    """What the team's config gets wrong, as `reindex` and `status` say it (masked)."""
+    problem = team_config(root).problem
+    return [Finding(path, 1, WARNING, INPUT, problem)] if problem else []
 
 
 def _text(path: str, data: bytes | str, found: list[Finding]) -> str | None:

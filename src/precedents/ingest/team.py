@@ -29,6 +29,7 @@ from typing import Any
 
 from precedents.errors import UsageError
 from precedents.kinds import git_root
+from precedents.secrets.mask import mask_secrets
 from precedents.text import iso_date, one_line
 
 TEAM_DIR = ".precedents"
@@ -63,13 +64,17 @@ def team_config(root: Path) -> TeamConfig:
     except FileNotFoundError:
         return TeamConfig(root, default)
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        return TeamConfig(root, default, f"cannot read it ({exc}); using {DEFAULT_NOTES}")
+        # A committed file is not the user's: what it says reaches `reindex`, `status`
+        # and the watcher's log masked (issue #28), as every other text the index shows.
+        why = mask_secrets(f"cannot read it ({exc})")
+        return TeamConfig(root, default, f"{why}; using {DEFAULT_NOTES}")
     value = data.get("notes", str(DEFAULT_NOTES))
     if not isinstance(value, str) or not value.strip() or "\0" in value:
         return TeamConfig(root, default, f"`notes` must be a folder name; using {DEFAULT_NOTES}")
     folder = (root / value).resolve()
     if not folder.is_relative_to(root.resolve()) or folder == root.resolve():
-        why = f"`notes = {value[:200]!r}` leaves the repository; using {DEFAULT_NOTES}"
+        shown = mask_secrets(one_line(value[:200]))
+        why = f"`notes = {shown!r}` leaves the repository; using {DEFAULT_NOTES}"
         return TeamConfig(root, default, why)
     return TeamConfig(root, root / Path(value))
 
