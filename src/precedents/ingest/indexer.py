@@ -39,6 +39,7 @@ from precedents.ingest.decisions import decision_passage
 from precedents.ingest.progress import PassProgress, Progress
 from precedents.ingest.report import IndexReport as IndexReport
 from precedents.ingest.sources import Problem, SourceFile, Walk
+from precedents.ingest.specific import Trees, specific
 from precedents.ingest.team import TEAM, is_team_note, team_fields
 from precedents.kinds import KINDS, Kind
 from precedents.models.embedding import Embedder, canonical_model_id, load_embedder
@@ -175,6 +176,7 @@ class Indexer:
         self.store = store
         self.writer = writer or WriterLock(settings.run_dir)
         self._load_lock = threading.Lock()
+        self._trees = Trees()  # a named path must be specific to attach (ingest/specific.py)
         self._embedder = embedder
         self._adr_graphs: dict[Path, object] = {}
         self.model_seconds = 0.0
@@ -413,13 +415,13 @@ class Indexer:
         if src.kind == "adr":
             adr_id, name, date, component = self._adr_identity(src, name, date)
             description = adr_summary(meta.body) or description
-            scope = named_scope(meta.body, component)
+            scope = specific(named_scope(meta.body, component), self._trees.of(src.project))
         elif src.kind == "rule":
             fmt = placed.format if placed else format_in_path(src.path)
             scope = rule_scope(fmt, placed.base if placed else "", meta.front)
             warnings += scope.warnings
         else:
-            scope = named_scope(meta.body)
+            scope = specific(named_scope(meta.body), self._trees.of(src.project))
         for warning in warnings:
             report.problems.append(Problem(str(src.path), warning))
         chunks = chunk_document(name, description, meta.body)
@@ -457,6 +459,7 @@ class Indexer:
             # file hook gives the chat when the agent touches one (recall/files.py).
             near = conv.exchanges[max(0, passage.exchange - 2) : passage.exchange]
             named = named_scope("\n".join(f"{e.prompt}\n{e.answer}" for e in near))
+            named = specific(named, self._trees.of(src.project))
             scope = named.to_json() if named.mentions or named.symbols else ""
         doc = DocumentRecord(
             "conversation",
