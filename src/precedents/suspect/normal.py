@@ -39,19 +39,33 @@ _IGNORABLE_RANGES = (
     (0x1D173, 0x1D17A),  # MUSICAL SYMBOL BEGIN BEAM .. END PHRASE
     (0xE0000, 0xE0FFF),  # tags, VARIATION SELECTOR-17..256, reserved
 )
-_IGNORABLE = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in _IGNORABLE_RANGES) + "]")
 # Other characters a reader never sees: the remaining format characters (Arabic number
 # signs, interlinear annotation, Egyptian hieroglyph controls) and private use.
+_OTHER_BMP = "\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\ufff9-\ufffb\ue000-\uf8ff"
+_OTHER_ASTRAL = "\U000110bd\U000110cd\U00013430-\U0001343f\U000f0000-\U0010ffff"
 _UNSEEN = re.compile(
-    "[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in _IGNORABLE_RANGES) + "\u0600-\u0605\u06dd"
-    "\u070f\u0890\u0891\u08e2\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
-    "\ue000-\uf8ff\U000f0000-\U0010ffff]"
+    "["
+    + "".join(f"{chr(a)}-{chr(b)}" for a, b in _IGNORABLE_RANGES)
+    + _OTHER_BMP
+    + _OTHER_ASTRAL
+    + "]"
 )
+# The same, first looked for in the Basic Multilingual Plane only (a class the regex
+# engine tests as a bitmap: 4x faster) and beyond it only in text that has such a
+# character at all (emoji do).
+_UNSEEN_BMP = re.compile(
+    "["
+    + "".join(f"{chr(a)}-{chr(b)}" for a, b in _IGNORABLE_RANGES if b < 0x10000)
+    + _OTHER_BMP
+    + "]"
+)
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 # The fillers are drawn as blanks: one between two words reads as a space.
 _BLANKS = re.compile("[\u115f\u1160\u3164\uffa0\u180e]")
 
 _WORD = re.compile(r"[^\W_]+")
 _LOOKALIKES = frozenset(CONFUSABLES)
+_LOOKALIKE_BMP = re.compile("[" + "".join(sorted(c for c in CONFUSABLES if c < "\U00010000")) + "]")
 _FOLD = str.maketrans(CONFUSABLES)
 
 # Leetspeak, read only as letters: ``1gn0r3 4ll pr3v10us`` → ``ignore all previous``.
@@ -67,11 +81,25 @@ _BASE64 = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
 _MAX_DECODED = 8
 
 
+def _hidden(nfkc: str) -> bool:
+    """Whether ``nfkc`` holds a character no reader sees."""
+    if _UNSEEN_BMP.search(nfkc):
+        return True
+    return _ASTRAL.search(nfkc) is not None and _UNSEEN.search(nfkc) is not None
+
+
+def _lookalike(text: str) -> bool:
+    if _LOOKALIKE_BMP.search(text):
+        return True
+    return _ASTRAL.search(text) is not None and not _LOOKALIKES.isdisjoint(text)
+
+
 def plain(text: str) -> str:
     """``text`` in NFKC with hidden characters dropped and whitespace collapsed."""
     if text.isascii():
         return " ".join(text.split())
-    return " ".join(_UNSEEN.sub("", unicodedata.normalize("NFKC", text)).split())
+    nfkc = unicodedata.normalize("NFKC", text)
+    return " ".join((_UNSEEN.sub("", nfkc) if _hidden(nfkc) else nfkc).split())
 
 
 def _fold_word(match: re.Match[str]) -> str:
@@ -92,11 +120,11 @@ def variants(text: str) -> list[str]:
     out = [plain(text)]
     if not text.isascii():
         nfkc = unicodedata.normalize("NFKC", text)
-        if _IGNORABLE.search(nfkc):
-            out.append(" ".join(_BLANKS.sub(" ", nfkc).split()))
-            out.append(plain(_IGNORABLE.sub(" ", nfkc)))
+        if _hidden(nfkc):
+            out.append(plain(_BLANKS.sub(" ", nfkc)))  # the fillers as spaces
+            out.append(" ".join(_UNSEEN.sub(" ", nfkc).split()))  # all of them
         for reading in list(out):
-            if _LOOKALIKES & set(reading):
+            if _lookalike(reading):
                 out.append(_WORD.sub(_fold_word, reading))
     for reading in list(out):
         if _leet_words(reading.lower()) >= 2:
@@ -106,17 +134,18 @@ def variants(text: str) -> list[str]:
 
 def _leet_words(lower: str) -> int:
     """How many words of ``lower`` look like leetspeak: a leet digit between letters
-    (``pr3v10us``), or a word opened by one and two letters (``4ll``). ``sha256``,
-    ``utf8``, ``python3``, ``k8s``, ``e2e`` do not."""
-    found = 0
+    (``pr3v10us``), or a word opened by one and two letters (``4ll``), the latter only
+    counted beside one of the former: ``5th``, ``3rd``, ``2xx`` are no leetspeak, nor
+    are ``sha256``, ``utf8``, ``python3``, ``k8s``, ``e2e``."""
+    inside = opening = 0
     for match in _LEETISH.finditer(lower):
         at = match.start()
         before = lower[at - 1] if at else " "
-        if before.isalpha() or (
-            not before.isalnum() and lower[match.end() : match.end() + 1].isalpha()
-        ):
-            found += 1
-    return found
+        if before.isalpha():
+            inside += 1
+        elif not before.isalnum() and lower[match.end() : match.end() + 1].isalpha():
+            opening += 1
+    return inside + opening if inside else 0
 
 
 def decoded(text: str) -> list[str]:
