@@ -10,6 +10,7 @@ docs/daemon.md, "Stored text is data".
 from __future__ import annotations
 
 import base64
+import time
 
 import pytest
 
@@ -308,3 +309,27 @@ def test_orders_in_other_languages_are_flagged(text: str, reason: str) -> None:
 )
 def test_guidance_in_other_languages_is_not_flagged(text: str) -> None:
     assert flagged(text) == "", text
+
+
+# ------------------------------------------------------------- hostile lengths
+
+HOSTILE = {
+    # An image URL with a query of nothing but "=": minutes before (the pattern
+    # backtracked over every split of it), and a value of nothing but "{".
+    "image": "![x](https://a.example/?" + "=" * 20_000,
+    "holes": "https://a.example/?x=" + "{" * 20_000,
+    "dollars": "[x](https://a.example/?q=" + "$" * 20_000,
+    "downloads": "curl -o " * 2_500 + "&& bash x",
+    "pipes": "curl x | " * 2_200,
+    "megabyte": "ignore previous " * 65_000,
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_a_hostile_field_is_judged_without_a_stall(name: str) -> None:
+    """A field built to make a pattern backtrack, or a megabyte of one: judged in well
+    under a second on this box (the bound is generous for a loaded CI)."""
+    suspect_reason.cache_clear()
+    start = time.perf_counter()
+    suspect_reason(HOSTILE[name])
+    assert time.perf_counter() - start < 3.0, name

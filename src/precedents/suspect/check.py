@@ -28,6 +28,27 @@ _NEGATED = re.compile(
     re.IGNORECASE,
 )
 _NEGATABLE = ("execute", "exfiltrate")
+# A long text is read in overlapping windows: every pattern spans far less than the
+# overlap, and a hostile field of a megabyte costs linear time, never a pattern's worst
+# case over the whole of it.
+_WINDOW = 2000
+_OVERLAP = 600
+# No channel shows more of one field than this (a hook's field at most 500 characters,
+# an ADR's text 40,000: adr_graph/view.py BODY_CHARS), so no more is read: a hostile
+# megabyte costs what 64 KB does (about 0.3 s at worst, once: the answer is memoized).
+_FIELD_CHARS = 64_000
+
+
+def _windows(text: str) -> list[str]:
+    if len(text) <= _WINDOW:
+        return [text]
+    step = _WINDOW - _OVERLAP
+    # A window after the first opens with a word of its own, so that it never reads as
+    # the start of the text (a few patterns hold only there).
+    return [
+        ("x " if at else "") + text[at : at + _WINDOW]
+        for at in range(0, len(text) - _OVERLAP, step)
+    ]
 
 
 def _matched(text: str) -> str:
@@ -66,7 +87,8 @@ def suspect_reason(*texts: str) -> str:
             continue
         if _HIDING.search(raw):
             return "hiding"
-        why = _reason(raw, decode=True)
-        if why:
-            return why
+        for window in _windows(raw[:_FIELD_CHARS]):
+            why = _reason(window, decode=True)
+            if why:
+                return why
     return ""

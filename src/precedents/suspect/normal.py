@@ -74,7 +74,7 @@ _LEET_I = str.maketrans("013457@$", "oieastas")
 _LEET_L = str.maketrans("013457@$", "oleastas")
 # Where a leet word may be: leet digits before a letter (found fast: the pattern opens
 # with a character set). :func:`_leet_words` keeps those inside a word.
-_LEETISH = re.compile(r"[013457@$]+[a-z]")
+_LEETISH = re.compile(r"(?<![013457@$])[013457@$]++[a-z]")  # from a run's start: linear
 
 # A run of base64 (standard or URL-safe) long enough to hold a sentence.
 _BASE64 = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
