@@ -16,7 +16,7 @@ import logging
 import os
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from precedents.config import Settings
@@ -297,8 +297,11 @@ def project_sources(root: Path) -> list[SourceDir]:
     refused += [("adr", r) for r in adrs]
     found = rule_formats.discover(root)
     for w in found.watches:
-        rule = SourceDir("rule", w.folder, str(root), w.suffixes, w.recursive, names=w.names)
-        out.append(replace(rule, within=root))
+        out.append(
+            SourceDir(
+                "rule", w.folder, str(root), w.suffixes, w.recursive, names=w.names, within=root
+            )
+        )
     refused += [("rule", r) for r in found.refused]
     # Last: a team folder named over an ADR or rule folder leaves those files what they are.
     # Only a repository has team notes: they are shared by committing them.
@@ -478,20 +481,17 @@ def _walk_dir(src: SourceDir, problems: list[Problem]) -> Iterator[Path]:
                 problems.append(Problem(str(path), f"cannot stat: {exc.strerror}"))
                 continue
             if not is_file:
-                if entry.is_symlink():
-                    problems.append(Problem(str(path), "broken or looping symlink"))
-                elif src.takes(entry.name):  # a FIFO, a device: never opened (issue #28)
-                    problems.append(Problem(str(path), _not_regular(entry)))
+                try:
+                    mode = entry.stat().st_mode  # what a link leads to
+                except OSError:
+                    if entry.is_symlink():
+                        problems.append(Problem(str(path), "broken or looping symlink"))
+                    continue
+                if src.takes(entry.name):  # a FIFO, a device: never opened (issue #28)
+                    problems.append(Problem(str(path), not_regular(mode)))
                 continue
             if src.takes(entry.name):
                 yield path
-
-
-def _not_regular(entry: os.DirEntry[str]) -> str:
-    try:
-        return not_regular(entry.stat(follow_symlinks=False).st_mode)
-    except OSError as exc:
-        return f"cannot stat: {exc.strerror}"
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:
