@@ -127,6 +127,9 @@ def linked_repo(tmp: Path) -> tuple[Path, Path]:
     return repo, out
 
 
+LINKED_DIRS = (".precedents/notes", ".cursor/rules", "docs/adr", "sub/.claude/rules")
+
+
 def index(settings: Any, repo: Path, emb: Any) -> tuple[Any, Store]:
     store = Store(settings.index_dir, emb.model_id, emb.dimension)
     report = Indexer(settings, store, emb).sync(
@@ -200,9 +203,14 @@ def test_linked_out_folders_are_never_indexed(home: Path, tmp_path: Path, embedd
     assert str(repo / "AGENTS.md") in store.files()
     assert not [p for p in store.files() if p.startswith((str(out), str(repo / "docs")))]
     said = {(p.path, p.reason) for p in report.problems}
-    for rel in (".precedents/notes", ".cursor/rules", "docs/adr", "sub/.claude/rules"):
+    for rel in LINKED_DIRS:
         assert (str(repo / rel), LINKED_OUT) in said, (rel, said)
-    # The same through the CLI, and `status` names them (each once).
+    # `status` names each; the same through the CLI (each once).
+    from precedents import api
+
+    rows = api.status(settings.with_overrides(repos=(repo,)))["sources"]
+    flagged = {r["root"] for r in rows if r.get("problem", "").endswith(LINKED_OUT)}
+    assert flagged == {str(repo / r) for r in LINKED_DIRS}
     done = cli("reindex", "--project", str(repo), cwd=repo, home=tmp_path)
     assert done.returncode == 0, done.stderr
     assert SECRET not in done.stdout + done.stderr
@@ -349,6 +357,21 @@ def test_a_team_config_that_is_a_fifo_does_not_hang(tmp_path: Path) -> None:
     assert found.notes == repo / DEFAULT_NOTES and "FIFO" in found.problem
 
 
+def test_promote_passes_over_a_fifo_among_the_notes(home: Path, tmp_path: Path) -> None:
+    """`promote NAME` reads every personal note's name: a FIFO there once hung it."""
+    from precedents.ingest import promote
+    from precedents.ingest.remember import memory_folder
+
+    repo = init_repo(tmp_path / "repo")
+    settings = load_settings()
+    folder = memory_folder(settings.claude_dir, str(repo))
+    folder.mkdir(parents=True)
+    (folder / "freeze.md").write_text("---\nname: Friday freeze\n---\nNo Friday deploys.\n")
+    os.mkfifo(folder / "a-fifo.md")
+    saved = in_time(lambda: promote.promote(settings, "friday-freeze", str(repo)))
+    assert saved.path == repo / ".precedents" / "notes" / "freeze.md"
+
+
 # -- item 5: a file name that is not UTF-8 ---------------------------------------------
 
 
@@ -419,7 +442,7 @@ def test_the_watcher_never_watches_a_linked_out_folder(
         assert watcher.wait_ready(60)
         watched = {folder for folder, _recursive in watcher._watches._watches}
         assert not [w for w in watched if w.startswith(str(out))]
-        for rel in (".precedents/notes", ".cursor/rules", "docs/adr", "sub/.claude/rules"):
+        for rel in LINKED_DIRS:
             assert str(repo / rel) not in watched
         (out / "rules" / "later.mdc").write_text(f"Later rule {SECRET}\n")
         (out / "notes" / "later.md").write_text(f"# Later\n\n{SECRET}\n")

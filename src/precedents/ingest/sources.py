@@ -339,6 +339,8 @@ def source_rows(sources: Iterable[SourceDir]) -> list[dict[str, object]]:
             row["origin"] = s.origin
         if s.problem is not None:
             row["problem"] = f"{shown_path(s.problem.path)}: {s.problem.reason}"
+        elif s.linked_out():
+            row["problem"] = f"{shown_path(s.root)}: {LINKED_OUT}"
         rows.append(row)
     return rows
 
