@@ -417,8 +417,10 @@ def test_a_name_that_is_not_utf8_is_one_line_and_the_rest_is_indexed(
 
 @pytest.mark.slow
 def test_the_watcher_never_watches_a_linked_out_folder(
-    home: Path, tmp_path: Path, embedder: Any
+    home: Path, tmp_path: Path, embedder: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
+    """Nor reads anything written there later; a name that is not UTF-8 in a watched
+    folder is one line of its log, and the file beside it is indexed."""
     from precedents.watcher import Watcher, WatchTiming
 
     repo, out = linked_repo(tmp_path)
@@ -447,10 +449,12 @@ def test_the_watcher_never_watches_a_linked_out_folder(
         (out / "rules" / "later.mdc").write_text(f"Later rule {SECRET}\n")
         (out / "notes" / "later.md").write_text(f"# Later\n\n{SECRET}\n")
         (out / "adr" / "0002-later.md").write_text(f"# 2. Later\n\n{SECRET}\n")
+        Path(os.fsdecode(bad_path(ours, b".md"))).write_text("# 3. Bad\n")
         (ours / "0002-b.md").write_text("# 2. B\n\n## Status\n\nAccepted\n")
         assert indexed(ours / "0002-b.md")  # the watcher works, and is past them
         time.sleep(1.0)  # what an event from outside would have had time to do
     paths = list(reader.files())
-    assert not [p for p in paths if SECRET in p or p.startswith(str(out))]
+    assert not [p for p in paths if SECRET in p or p.startswith(str(out)) or "bad" in p]
+    assert f"{ours}/bad\\xff\\xfe.md: {NOT_UTF8_NAME}" in caplog.text
     assert not [p for p in paths if "/.cursor/rules/" in p or "/.precedents/notes/" in p]
     assert SECRET not in stored_text(reader, str(repo))
