@@ -209,11 +209,13 @@ def test_the_hook_and_protocol_need_only_the_standard_library() -> None:
 def test_the_package_root_holds_only_shared_modules() -> None:
     """The pipeline is visible in the tree (issue #22): stages and layers are packages;
     at the root only what every layer shares (settings, errors, kinds, the wire
-    protocol, locks, inert rendering, lazy attributes, text helpers) and the front
-    door, ``api``."""
+    protocol, locks, inert rendering, lazy attributes, text helpers, the safe file
+    reader) and the front door, ``api``."""
     flat = sorted(p.stem for p in PACKAGE.glob("*.py") if p.name != "__init__.py")
     # 9: ``text`` (issue #27) joined the eight, below ingest, adr_graph, check and store.
-    assert len(flat) <= 9, flat
+    # 10: ``files`` (issue #28), the one safe reader of a repository's files, shared by
+    # ingest, adr_graph, check and rules, which may not import each other.
+    assert len(flat) <= 10, flat
 
 
 def test_the_text_helpers_sit_below_every_reader_of_text() -> None:
@@ -237,3 +239,12 @@ def test_no_real_code_in_a_package_init() -> None:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
     ]
     assert bad == []
+
+
+def test_the_safe_reader_sits_below_every_reader_of_files() -> None:
+    """``precedents.files`` (issue #28) is standard library only and imports no
+    precedents module, so the indexer, the ADR graph, ``check`` and the rules all use it."""
+    assert GRAPH["precedents.files"] == []
+    assert top_imports("precedents.files") <= set(sys.stdlib_module_names)
+    users = {m.split(".")[1] for m in MODULES for w in GRAPH[m] if w == "precedents.files"}
+    assert {"adr_graph", "check", "ingest", "rules", "watcher"} <= users

@@ -60,7 +60,7 @@ class CachedGraph:
         )
 
 
-def folder_key(blobs: Mapping[str, bytes | None]) -> str:
+def folder_key(blobs: Mapping[str, bytes | str | None]) -> str:
     """sha256 over every file's relative name and content, in name order."""
     h = hashlib.sha256(CACHE_VERSION.encode())
     for name in sorted(blobs):
@@ -68,6 +68,8 @@ def folder_key(blobs: Mapping[str, bytes | None]) -> str:
         h.update(name.encode("utf-8", "surrogateescape") + b"\0")
         if data is None:
             h.update(b"\1unreadable\0")
+        elif isinstance(data, str):  # refused, for this reason
+            h.update(b"\2" + data.encode() + b"\0")
         else:
             h.update(hashlib.sha256(data).digest())
     return h.hexdigest()

@@ -24,6 +24,15 @@ from precedents.adr_graph.model import AdrRecord, Finding, NonAdr, ParsedAdr, la
 from precedents.adr_graph.parse import parse_bytes, unreadable
 from precedents.adr_graph.status import Decision, decide
 from precedents.errors import UsageError
+from precedents.files import (
+    LINKED_OUT,
+    NOT_UTF8_NAME,
+    Refused,
+    escaped,
+    inside,
+    read_regular,
+    undecodable,
+)
 from precedents.kinds import git_root
 from precedents.secrets.names import masked_path
 
@@ -149,7 +158,7 @@ class AdrGraph:
         if rec.text:
             return rec.text
         try:
-            return tx.decode((self.folder / rec.path).read_bytes())
+            return tx.decode(read_regular(self.folder / rec.path, within=self.folder))
         except (OSError, UnicodeDecodeError):
             return ""
 
@@ -183,15 +192,24 @@ class AdrGraph:
         }
 
 
-def iter_files(folder: Path) -> list[str]:
-    """Markdown files under ``folder`` (relative POSIX paths, sorted), hidden folders skipped."""
+def iter_files(folder: Path, bad_names: list[str] | None = None) -> list[str]:
+    """Markdown files under ``folder`` (relative POSIX paths, sorted), hidden folders skipped.
+
+    A name that is not UTF-8 is skipped (no tool downstream can hold it), and added to
+    ``bad_names`` with its bytes escaped.
+    """
     out: list[str] = []
     for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS)
         rel_root = Path(root).relative_to(folder).as_posix()
+        for name in [*dirs, *files]:
+            if undecodable(name) and bad_names is not None:
+                bad_names.append(escaped(name if rel_root == "." else f"{rel_root}/{name}"))
+        dirs[:] = sorted(
+            d for d in dirs if not d.startswith(".") and d not in _SKIP_DIRS and not undecodable(d)
+        )
         for name in files:
             rel = name if rel_root == "." else f"{rel_root}/{name}"
-            if is_adr_file(rel):
+            if not undecodable(name) and is_adr_file(rel):
                 out.append(rel)
     return sorted(out)
 
@@ -221,28 +239,38 @@ def build_graph(
     folder = Path(folder).expanduser()
     if not folder.is_dir():
         raise UsageError(f"ADR folder not found: {folder}")
-    names = iter_files(folder)
-    blobs: dict[str, bytes | None] = {}
+    bad: list[str] = []
+    names = iter_files(folder, bad)
+    # A refused file (a link out of the folder, a FIFO, a device, over the size cap) is
+    # its reason: listed as no ADR, warned about, never read (issue #28).
+    blobs: dict[str, bytes | str | None] = dict.fromkeys(bad, NOT_UTF8_NAME)
     for name in names:
         try:
-            blobs[name] = (folder / name).read_bytes()
+            blobs[name] = read_regular(folder / name, within=folder)
+        except Refused as exc:
+            blobs[name] = exc.reason
         except OSError:
             blobs[name] = None
     return _graph_of(folder, blobs, cache_dir, mask)
 
 
-def graph_of_contents(folder: Path, blobs: Mapping[str, bytes | None]) -> AdrGraph:
+def graph_of_contents(folder: Path, blobs: Mapping[str, bytes | str | None]) -> AdrGraph:
     """The graph of ``folder`` as ``blobs`` (path relative to it -> content, None when
-    unreadable) say it is, not as the disk does: `precedents check` reads what is staged
-    for a commit. Files :func:`is_adr_file` refuses are left out. Not masked and not
-    cached: each record keeps its text, since the disk may hold another."""
-    kept = {name: blobs[name] for name in sorted(blobs) if is_adr_file(name)}
+    unreadable, a reason when refused) say it is, not as the disk does: `precedents
+    check` reads what is staged for a commit. Files :func:`is_adr_file` refuses are left
+    out. Not masked and not cached: each record keeps its text, since the disk may hold
+    another."""
+    kept = {
+        escaped(name) if undecodable(name) else name: NOT_UTF8_NAME if undecodable(name) else data
+        for name, data in sorted(blobs.items())
+        if is_adr_file(name)
+    }
     return _graph_of(Path(folder), kept, None, None)
 
 
 def _graph_of(
     folder: Path,
-    blobs: dict[str, bytes | None],
+    blobs: dict[str, bytes | str | None],
     cache_dir: Path | None,
     mask: Callable[[str], str] | None,
 ) -> AdrGraph:
@@ -268,7 +296,10 @@ def _graph_of(
 
 
 def _build(
-    folder: Path, blobs: dict[str, bytes | None], key: str, mask: Callable[[str], str] | None
+    folder: Path,
+    blobs: dict[str, bytes | str | None],
+    key: str,
+    mask: Callable[[str], str] | None,
 ) -> AdrGraph:
     """Parse every file, apply the rule to the whole folder, and make the records."""
     parsed, non_adrs, warnings = _parse_all(blobs)
@@ -278,7 +309,7 @@ def _build(
 
 
 def _parse_all(
-    blobs: dict[str, bytes | None],
+    blobs: dict[str, bytes | str | None],
 ) -> tuple[dict[str, ParsedAdr], list[NonAdr], list[str]]:
     """Parsed records by id, the files that are not ADRs, and every warning.
 
@@ -289,6 +320,10 @@ def _parse_all(
     non_adrs: list[NonAdr] = []
     warnings: list[str] = []
     for name, data in blobs.items():
+        if isinstance(data, str):  # refused: no record, one line
+            non_adrs.append(NonAdr(name, data))
+            warnings.append(f"{name}: {data}")
+            continue
         p = unreadable(name, "cannot read") if data is None else parse_bytes(data, name)
         if p is None:
             non_adrs.append(NonAdr(name, _why_not(name, data)))
@@ -343,11 +378,16 @@ def _why_not(name: str, data: bytes | None) -> str:
     return "no number, no id and no status"
 
 
-def find_adr_dirs(repo_root: Path, configured: Iterable[Path] = ()) -> list[Path]:
+def find_adr_dirs(
+    repo_root: Path, configured: Iterable[Path] = (), refused: list[tuple[str, str]] | None = None
+) -> list[Path]:
     """ADR folders of a repository: configured ones inside it, then the conventional ones.
 
     The conventional names are looked for in the order of :data:`CONVENTIONAL_DIRS`;
-    every existing one is returned (the first is the default of `adr` commands).
+    every existing one is returned (the first is the default of `adr` commands). One
+    that is a symlink out of the repository (`docs/adr -> ~/private`) is not: a cloned
+    repository must not make outside files its records (issue #28); it is added to
+    ``refused`` with its one-line reason.
     """
     root = Path(repo_root).expanduser().resolve()
     found: list[Path] = []
@@ -357,8 +397,12 @@ def find_adr_dirs(repo_root: Path, configured: Iterable[Path] = ()) -> list[Path
             found.append(p)
     for rel in CONVENTIONAL_DIRS:
         p = root / rel
-        if p.is_dir() and p not in found:
+        if not p.is_dir() or p in found:
+            continue
+        if inside(p, root):
             found.append(p)
+        elif refused is not None:
+            refused.append((str(p), LINKED_OUT))
     return found
 
 
@@ -369,7 +413,10 @@ def default_adr_dir(start: Path, configured: Iterable[Path] = ()) -> Path:
     Raises :class:`UsageError` naming the places looked at when there is none.
     """
     root = git_root(start)
-    found = find_adr_dirs(root, configured)
+    refused: list[tuple[str, str]] = []
+    found = find_adr_dirs(root, configured, refused)
+    if not found and refused:
+        raise UsageError(f"{refused[0][0]}: {refused[0][1]}; pass --dir PATH")
     if not found:
         looked = ", ".join(CONVENTIONAL_DIRS)
         raise UsageError(f"no ADR folder in {root} (looked for {looked}); pass --dir PATH")

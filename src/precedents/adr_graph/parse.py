@@ -51,6 +51,7 @@ from precedents.adr_graph.model import (
     RawRelation,
     Ref,
 )
+from precedents.files import Refused, read_regular
 from precedents.text import one_line
 
 _FM_RELATIONS = {
@@ -181,8 +182,10 @@ def unreadable(rel_path: str, reason: str) -> ParsedAdr:
 
 def parse_file(path: Path, rel_path: str) -> ParsedAdr | None:
     """Parse one file; None when it is not an ADR (no number, no id, no status)."""
-    try:
-        data = path.read_bytes()
+    try:  # a link out of its folder, a FIFO, a device, a huge file: never read (issue #28)
+        data = read_regular(path, within=path.parent)
+    except Refused as exc:
+        return unreadable(rel_path, exc.reason)
     except OSError as exc:
         return unreadable(rel_path, f"cannot read ({exc.strerror or exc})")
     return parse_bytes(data, rel_path)

@@ -34,6 +34,7 @@ from precedents.check.rules import rule_findings
 from precedents.check.secrets import name_findings, text_findings
 from precedents.check.tree import Tree, expand, relative, repository_root, staged_changes
 from precedents.errors import UsageError
+from precedents.files import escaped
 from precedents.ingest.team import CONFIG_NAME, TEAM_DIR, team_config, team_notes_dir
 from precedents.rules.formats import RuleFile, classify
 from precedents.secrets.mask import mask_secrets
@@ -190,7 +191,7 @@ def _shown(findings: Sequence[Finding], root: Path, cwd: Path) -> list[Finding]:
     in path and line order."""
     out: dict[tuple[str, int, str, str], Finding] = {}
     for f in findings:
-        path = shown_path(os.path.relpath(root / f.path, cwd))
+        path = shown_path(escaped(os.path.relpath(root / f.path, cwd)))
         message = mask_secrets(f.message)
         out.setdefault(
             (path, f.line, f.level, message), Finding(path, f.line, f.level, f.check, message)

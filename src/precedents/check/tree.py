@@ -23,11 +23,13 @@ from pathlib import Path
 from typing import Final
 
 from precedents.errors import PrecedentsError
+from precedents.files import LINKED_OUT, NOT_UTF8_NAME, Refused, inside, read_regular, undecodable
+from precedents.files import MAX_BYTES as FILE_CAP
 from precedents.rules.formats import PRUNED
 
 # Past this, a file is reported rather than read: notes, rules and ADRs are small,
 # and scanning a huge file for secrets would stall a commit.
-MAX_BYTES: Final = 2 * 1024 * 1024
+MAX_BYTES: Final = FILE_CAP
 GIT_TIMEOUT_S: Final = 120.0
 _SUBMODULE, _SYMLINK = "160000", "120000"
 
@@ -135,9 +137,18 @@ class Tree:
 
     def read(self, paths: Sequence[str]) -> dict[str, bytes | str]:
         """Each path's content, or a one-line reason it cannot be read."""
+        # A name that is not UTF-8 is skipped, as the indexer skips it (issue #28).
+        bad: dict[str, bytes | str] = {p: NOT_UTF8_NAME for p in paths if undecodable(p)}
+        paths = [p for p in paths if p not in bad]
         if self.staged:
-            return self._read_index(paths)
-        return {path: _read_file(self.root / path) for path in paths}
+            return {**self._read_index(paths), **bad}
+        return {
+            **{
+                path: _read_file(self.root / path, None if path.startswith("/") else self.root)
+                for path in paths
+            },
+            **bad,
+        }
 
     def _read_index(self, paths: Sequence[str]) -> dict[str, bytes | str]:
         out: dict[str, bytes | str] = {}
@@ -168,14 +179,15 @@ def _too_large(size: int) -> str:
     return f"too large to check ({size / 1024 / 1024:.1f} MiB; at most {MAX_BYTES >> 20} MiB)"
 
 
-def _read_file(path: Path) -> bytes | str:
+def _read_file(path: Path, root: Path | None) -> bytes | str:
+    """The file's bytes, or why not. Confined to the repository at ``root`` (None: a file
+    named outside it): a link out, a FIFO, a device, a huge file are refused (issue #28)."""
     try:
-        size = path.stat().st_size
         if path.is_dir():
             return "a folder, not a file"
-        if size > MAX_BYTES:
-            return _too_large(size)
-        return path.read_bytes()
+        return read_regular(path, within=root, limit=MAX_BYTES, outside=LINKED_OUT)
+    except Refused as exc:
+        return _too_large(exc.size) if exc.size is not None else exc.reason
     except OSError as exc:
         return f"cannot read it: {exc.strerror or type(exc).__name__}"
 
@@ -183,6 +195,8 @@ def _read_file(path: Path) -> bytes | str:
 def _walk(root: Path, folder: str) -> list[str]:
     """Files below ``root/folder`` on disk (dependency and build folders pruned)."""
     found: list[str] = []
+    if not inside(root / folder, root):  # `docs/adr -> /elsewhere`: not the repository's
+        return found
     for dirpath, dirnames, filenames in os.walk(root / folder):
         dirnames[:] = [d for d in dirnames if d not in PRUNED]
         for name in filenames:

@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 from precedents.adr_graph import build_graph
 from precedents.config import Settings
 from precedents.errors import ModelError
+from precedents.files import NOT_UTF8_NAME, Refused, escaped, read_regular, undecodable
 from precedents.ingest.chunking import (
     adr_summary,
     chunk_document,
@@ -348,7 +349,7 @@ class Indexer:
             if path in known:
                 report.files_deleted += self.store.delete_files([path])
             return None
-        data = self._read(src.path, src.kind, report)
+        data = self._read(src.path, src.kind, report, src.root)
         if data is None:
             if path in known:
                 report.files_deleted += self.store.delete_files([path])
@@ -363,12 +364,15 @@ class Indexer:
         file = FileRecord(path, src.kind, src.project, digest, len(data), len(chunks), time.time())
         return Prepared(file, doc if chunks else None, chunks)
 
-    def _read(self, path: Path, kind: Kind, report: IndexReport) -> bytes | None:
+    def _read(self, path: Path, kind: Kind, report: IndexReport, root: Path) -> bytes | None:
         limit, key = (
             (self.settings.max_conversation_bytes, "max_conversation_bytes")
             if kind == "conversation"
             else (self.settings.max_file_bytes, "max_file_bytes")
         )
+        if undecodable(path):  # the walk skips these; a watcher's event may not
+            report.problems.append(Problem(escaped(path), NOT_UTF8_NAME))
+            return None
         try:
             size = path.stat().st_size
             if size > limit:
@@ -376,7 +380,11 @@ class Indexer:
                     Problem(str(path), f"skipped: {size:,} bytes, over {key} ({limit:,})")
                 )
                 return None
-            data = path.read_bytes()
+            # Confined to its source folder, regular, capped, never blocking (issue #28).
+            data = read_regular(path, within=root, limit=limit)
+        except Refused as exc:
+            report.problems.append(Problem(str(path), exc.reason))
+            return None
         except FileNotFoundError:
             report.problems.append(Problem(str(path), "vanished before it could be read"))
             return None

@@ -28,6 +28,7 @@ from typing import Any
 
 from precedents.config import Settings
 from precedents.errors import UsageError
+from precedents.files import Refused, read_regular
 from precedents.ingest import team
 from precedents.ingest.chunking import is_memory_index, parse_note
 from precedents.ingest.remember import (
@@ -98,10 +99,11 @@ def promote(settings: Settings, note: str, project: str | None) -> Saved:
         raise UsageError(f"{source} is a team note already")
     if withheld_reason(source.name) is not None:  # it would be committed for all to read
         raise UsageError(f"{shown_path(source)}: its file name holds a secret; rename it first")
-    try:
-        if source.stat().st_size > MAX_NOTE_BYTES:
-            raise UsageError(f"{source}: over {MAX_NOTE_BYTES:,} bytes, not a note")
-        text = source.read_text(encoding="utf-8", errors="replace")
+    try:  # named by the user: a link is followed, but a FIFO or a device is no note
+        data = read_regular(source, within=None, limit=MAX_NOTE_BYTES)
+        text = data.decode("utf-8", errors="replace")
+    except Refused as exc:
+        raise UsageError(f"{source}: {exc.reason}") from None
     except OSError as exc:
         raise UsageError(f"{source}: cannot read it ({exc.strerror})") from None
     masked = mask_secrets(normalize(text))
@@ -154,8 +156,9 @@ def _key(name: str) -> str:
 
 def _name(path: Path) -> str:
     try:
-        return parse_note(path.read_text(encoding="utf-8", errors="replace"), path.stem).name
-    except OSError:
+        data = read_regular(path, within=path.parent, limit=MAX_NOTE_BYTES)
+        return parse_note(data.decode("utf-8", errors="replace"), path.stem).name
+    except OSError:  # Refused too: a FIFO among the notes must not hang `promote`
         return ""
 
 

@@ -21,6 +21,15 @@ from pathlib import Path
 
 from precedents.config import Settings
 from precedents.errors import UsageError
+from precedents.files import (
+    LINKED_OUT,
+    NOT_UTF8_NAME,
+    OUTSIDE,
+    escaped,
+    inside,
+    not_regular,
+    undecodable,
+)
 from precedents.ingest import team
 from precedents.kinds import SHARED_PROJECT, Kind, git_root
 from precedents.rules import formats as rule_formats
@@ -68,6 +77,18 @@ class SourceDir:
     # source too (ingest/commit_index.py). Only a discovered or configured project's
     # team source says so; folders named alone (`--notes DIR`) never do.
     history: bool = False
+    # Where the folder must really lie: its project's root for a folder found there
+    # without config (`docs/adr`, `.cursor/rules`, the team notes). A cloned repository's
+    # `docs/adr -> ~/private` is never walked, watched or read (issue #28); a folder the
+    # user configured (None) may be a link, and is confined to itself.
+    within: Path | None = None
+    # A folder discovery left out (a link out of the project, a name that is not UTF-8):
+    # only its ``problem`` is reported, by every walk; it is never walked nor watched.
+    refused: bool = False
+
+    def linked_out(self) -> bool:
+        """Whether the folder is refused, or a symlink (or under one) out of ``within``."""
+        return self.refused or (self.within is not None and not inside(self.root, self.within))
 
     def takes(self, name: str) -> bool:
         """Whether a file called ``name`` (directly in, or below, ``root``) is this source's."""
@@ -267,13 +288,30 @@ def configured_sources(settings: Settings, given: Sources | None = None) -> list
 def project_sources(root: Path) -> list[SourceDir]:
     """A project's own ADR folders, rule files (docs/rules.md) and team notes
     (docs/team.md), found without config."""
-    out = [SourceDir("adr", d, str(root), (".md",), recursive=True) for d in _repo_adr_dirs([root])]
-    for w in rule_formats.discover(root).watches:
-        out.append(SourceDir("rule", w.folder, str(root), w.suffixes, w.recursive, names=w.names))
+    refused: list[tuple[Kind, tuple[str, str]]] = []
+    adrs: list[tuple[str, str]] = []
+    out = [
+        SourceDir("adr", d, str(root), (".md",), recursive=True, within=root)
+        for d in _repo_adr_dirs([root], adrs)
+    ]
+    refused += [("adr", r) for r in adrs]
+    found = rule_formats.discover(root)
+    for w in found.watches:
+        out.append(
+            SourceDir(
+                "rule", w.folder, str(root), w.suffixes, w.recursive, names=w.names, within=root
+            )
+        )
+    refused += [("rule", r) for r in found.refused]
     # Last: a team folder named over an ADR or rule folder leaves those files what they are.
     # Only a repository has team notes: they are shared by committing them.
     if (root / ".git").exists():
         out.append(team_source(root))
+    # A folder left out (a link out of the project, a name that is not UTF-8) is one line
+    # of every walk: a source never walked nor watched, only reported.
+    for kind, (path, reason) in refused:
+        gone = Problem(shown_path(path), reason)
+        out.append(SourceDir(kind, Path(path), str(root), (), problem=gone, refused=True))
     return out
 
 
@@ -285,7 +323,7 @@ def team_source(root: Path) -> SourceDir:
     notes = Path(os.path.normpath(found.notes.absolute()))  # events are matched as strings
     return SourceDir(
         "note", notes, str(root), MARKDOWN, True, origin=team.TEAM, optional=True,
-        problem=problem, history=True,
+        problem=problem, history=True, within=root,
     )  # fmt: skip
 
 
@@ -301,6 +339,8 @@ def source_rows(sources: Iterable[SourceDir]) -> list[dict[str, object]]:
             row["origin"] = s.origin
         if s.problem is not None:
             row["problem"] = f"{shown_path(s.problem.path)}: {s.problem.reason}"
+        elif s.linked_out():
+            row["problem"] = f"{shown_path(s.root)}: {LINKED_OUT}"
         rows.append(row)
     return rows
 
@@ -322,7 +362,7 @@ def _given_sources(given: Sources) -> list[SourceDir]:
     return out
 
 
-def _repo_adr_dirs(repos: Iterable[Path]) -> list[Path]:
+def _repo_adr_dirs(repos: Iterable[Path], refused: list[tuple[str, str]]) -> list[Path]:
     repos = list(repos)
     if not repos:
         return []
@@ -330,7 +370,7 @@ def _repo_adr_dirs(repos: Iterable[Path]) -> list[Path]:
 
     found: list[Path] = []
     for repo in repos:
-        found.extend(find_adr_dirs(repo))
+        found.extend(find_adr_dirs(repo, refused=refused))
     return found
 
 
@@ -352,8 +392,15 @@ def walk(sources: Iterable[SourceDir]) -> Walk:
         result.roots.append(src.root)
         if src.problem is not None and src.problem not in result.problems:
             result.problems.append(src.problem)
+        if src.refused:
+            continue  # its problem is all there is to say
         if src.optional and not src.root.exists():
             continue  # not there yet: nothing to list, nothing wrong
+        if src.linked_out():  # became a link out since it was found
+            gone = Problem(shown_path(src.root), LINKED_OUT)
+            if gone not in result.problems:
+                result.problems.append(gone)
+            continue
         root = masked_path(src.root)
         if root is not None:
             result.withhold(Problem(root, FOLDER_REASON))
@@ -375,9 +422,6 @@ def walk(sources: Iterable[SourceDir]) -> Walk:
 def history_repos(sources: Iterable[SourceDir]) -> list[str]:
     """The git projects of ``sources`` whose commits are a source (SourceDir.history)."""
     return list(dict.fromkeys(s.project for s in sources if s.history))
-
-
-OUTSIDE = "symlink leads out of the source folder: not followed"
 
 
 def leaves_root(path: Path, root: Path) -> bool:
@@ -416,6 +460,12 @@ def _walk_dir(src: SourceDir, problems: list[Problem]) -> Iterator[Path]:
         for entry in entries:
             if entry.name.startswith(".") and entry.name not in src.names:
                 continue
+            if undecodable(entry.name):
+                # No tool downstream holds such a name (the tokenizer, Arrow, JSON refuse
+                # it): one file so named once failed every reindex (issue #28).
+                if src.takes(entry.name) or _is_dir(entry):
+                    problems.append(Problem(escaped(entry.path), NOT_UTF8_NAME))
+                continue
             path = Path(entry.path)
             try:
                 if entry.is_symlink() and leaves_root(path, src.root):
@@ -433,8 +483,21 @@ def _walk_dir(src: SourceDir, problems: list[Problem]) -> Iterator[Path]:
                 problems.append(Problem(str(path), f"cannot stat: {exc.strerror}"))
                 continue
             if not is_file:
-                if entry.is_symlink():
-                    problems.append(Problem(str(path), "broken or looping symlink"))
+                try:
+                    mode = entry.stat().st_mode  # what a link leads to
+                except OSError:
+                    if entry.is_symlink():
+                        problems.append(Problem(str(path), "broken or looping symlink"))
+                    continue
+                if src.takes(entry.name):  # a FIFO, a device: never opened (issue #28)
+                    problems.append(Problem(str(path), not_regular(mode)))
                 continue
             if src.takes(entry.name):
                 yield path
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False

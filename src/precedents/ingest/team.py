@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from precedents.errors import UsageError
+from precedents.files import read_regular
 from precedents.kinds import git_root
 from precedents.secrets.mask import mask_secrets
 from precedents.text import iso_date, one_line
@@ -58,9 +59,8 @@ def team_config(root: Path) -> TeamConfig:
     """The team-notes folder of the repository at ``root`` (its git root)."""
     default = root / DEFAULT_NOTES
     path = root / TEAM_DIR / CONFIG_NAME
-    try:
-        with path.open("rb") as fh:
-            data = tomllib.load(fh)
+    try:  # a link out of the repository, a FIFO, a huge file: refused (issue #28)
+        data = tomllib.loads(read_regular(path, within=root).decode("utf-8"))
     except FileNotFoundError:
         return TeamConfig(root, default)
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

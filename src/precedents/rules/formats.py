@@ -15,6 +15,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from precedents.files import LINKED_OUT, NOT_UTF8_NAME, escaped, inside, undecodable
+
 # Rule folders, by the folder name below the folder they sit in: `<dir>/.cursor/rules`.
 RULE_DIRS: dict[str, tuple[str, tuple[str, ...]]] = {
     ".cursor/rules": ("cursor", (".mdc", ".md")),
@@ -110,10 +112,22 @@ class Watch:
 
 @dataclass
 class Discovery:
-    """The watches of one project, and what could not be walked."""
+    """The watches of one project, and what could not be walked. ``refused``: rule
+    folders that are symlinks out of the project, and names that are not UTF-8, each
+    with its one-line reason: never watched nor read (issue #28)."""
 
     watches: list[Watch] = field(default_factory=list)
     problems: list[tuple[str, str]] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)
+
+    def add(self, root: Path, watch: Watch) -> None:
+        """Watch ``watch`` when its folder really lies in the project at ``root``: a
+        cloned repository's `.cursor/rules -> ~/private` must not make outside files
+        its rules."""
+        if inside(watch.folder, root):
+            self.watches.append(watch)
+        elif (str(watch.folder), LINKED_OUT) not in self.refused:
+            self.refused.append((str(watch.folder), LINKED_OUT))
 
 
 def classify(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> RuleFile | None:
@@ -166,10 +180,10 @@ def discover(root: Path, max_folders: int = MAX_FOLDERS) -> Discovery:
     found = Discovery()
     found.watches.append(Watch(root, False, names=tuple(ROOT_FILES)))
     if (root / ".github").is_dir():
-        found.watches.append(Watch(root / ".github", False, names=tuple(GITHUB_FILES)))
+        found.add(root, Watch(root / ".github", False, names=tuple(GITHUB_FILES)))
     for prefix, (_fmt, suffixes) in ROOT_DIRS.items():
         if (root / prefix).is_dir():
-            found.watches.append(Watch(root / prefix, True, suffixes))
+            found.add(root, Watch(root / prefix, True, suffixes))
     stack, seen = [root], 0
     while stack:
         folder = stack.pop()
@@ -184,21 +198,32 @@ def discover(root: Path, max_folders: int = MAX_FOLDERS) -> Discovery:
         except OSError as exc:
             found.problems.append((str(folder), f"cannot list folder: {exc.strerror}"))
             continue
+        # A name that is not UTF-8 is no rule file: skipped (the walk of a rule folder
+        # reports such a file); a folder so named is not walked, said in one line.
+        for entry in [e for e in entries if undecodable(e.name)]:
+            entries.remove(entry)
+            if entry.name not in PRUNED and _is_folder(entry):
+                found.refused.append((escaped(entry.path), NOT_UTF8_NAME))
         names = {e.name for e in entries}
         for prefix, (_fmt, suffixes) in RULE_DIRS.items():
             if prefix.split("/")[0] in names and (folder / prefix).is_dir():
-                found.watches.append(Watch(folder / prefix, True, suffixes))
+                found.add(root, Watch(folder / prefix, True, suffixes))
         nested = names & set(NESTED_FILES)
         if folder == root / ".claude":
             nested -= set(CLAUDE_MEMORY)
         if folder != root and nested:
-            found.watches.append(Watch(folder, False, names=tuple(sorted(nested))))
+            found.add(root, Watch(folder, False, names=tuple(sorted(nested))))
         for entry in reversed(entries):  # the stack pops them in name order
             if entry.name in PRUNED:
                 continue
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(Path(entry.path))
-            except OSError:
-                continue
+            if _is_folder(entry):
+                stack.append(Path(entry.path))
     return found
+
+
+def _is_folder(entry: os.DirEntry[str]) -> bool:
+    """A real folder (a symlink to one is not walked: it may leave the project)."""
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False

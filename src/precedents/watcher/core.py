@@ -36,6 +36,7 @@ from precedents import runlock
 from precedents.adr_graph import build_graph
 from precedents.config import Settings
 from precedents.errors import PrecedentsError, UsageError
+from precedents.files import NOT_UTF8_NAME, escaped, undecodable
 from precedents.ingest.indexer import Indexer, IndexReport, lazy_store
 from precedents.ingest.sources import (
     SourceDir,
@@ -150,6 +151,7 @@ class Watcher:
         self._loader: threading.Thread | None = None
         self._failures_in_row = 0
         self._reported: dict[str, str] = {}
+        self._bad_names: set[str] = set()  # events' names that are not UTF-8, said once
         self._git_problems: set[tuple[str, str]] = set()
         self._git_dirs: dict[str, str] = {}  # watched git folders -> their repository
         self.stats = WatchStats()
@@ -351,6 +353,9 @@ class Watcher:
                 if event.is_directory:
                     self._on_dir_event(path, event.event_type)
                     continue
+                if undecodable(path) and path not in self._bad_names and len(self._bad_names) < 999:
+                    self._bad_names.add(path)
+                    log.warning("%s: %s", escaped(path), NOT_UTF8_NAME)
                 src = route(self._sources, path)
                 if src is None:
                     continue  # temp files, backups, hidden files, other suffixes
@@ -495,6 +500,8 @@ class Watcher:
     def _files_under(self, folder: str) -> set[str]:
         assert self._store is not None
         found = {p for p, f in self._store.files().items() if _file(f) and within(p, folder)}
+        if any(within(folder, str(s.root)) and s.linked_out() for s in self._sources):
+            return found  # `docs/adr -> /`: never listed (its old rows go, issue #28)
         for top, dirnames, filenames in os.walk(folder):
             dirnames[:] = [d for d in dirnames if not d.startswith(".")]
             found.update(os.path.join(top, f) for f in filenames)

@@ -30,6 +30,7 @@ from watchdog.events import (
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
+from precedents.files import inside, undecodable
 from precedents.ingest.sources import SourceDir, SourceFile, leaves_root
 
 log = logging.getLogger("precedents.watcher")
@@ -57,10 +58,14 @@ def within(path: str, root: str) -> bool:
 
 def route(sources: Sequence[SourceDir], path: str) -> SourceFile | None:
     """The source a file belongs to, or None for temp files, hidden files and the like."""
+    if undecodable(path):
+        return None  # no tool downstream holds such a name; the walk reports it
     for src in sources:
         root = str(src.root)
         if path == root or not within(path, root):
             continue
+        if src.linked_out():
+            continue  # a folder left out, or a link out of its project: never read
         parts = Path(path[len(root.rstrip(os.sep)) + 1 :]).parts
         if not parts or ((not src.recursive or src.names) and len(parts) != 1):
             continue
@@ -100,14 +105,15 @@ def awaited_at(src: SourceDir) -> str | None:
     """Where to watch for an optional source folder that does not exist yet: its nearest
     existing parent inside its project (a team folder before the first note is pulled).
     None when the folder exists, or nothing inside the project does."""
-    if not src.optional or src.root.is_dir():
+    if not src.optional or src.root.is_dir() or src.refused:
         return None
     project = src.project
     for parent in src.root.parents:
         if not within(str(parent), project):
             return None
         if parent.is_dir():
-            return str(parent)
+            # `.precedents -> /elsewhere`: the link is no place to wait in.
+            return str(parent) if inside(parent, project) else None
     return None
 
 
@@ -139,7 +145,9 @@ def wanted_watches(
     """The watches ``sources`` need; with ``claude_dir``, also where new ones appear; with
     ``repos``, each one's git folder (HEAD, packed-refs) and its branches (refs/heads):
     a new commit is read at once, not at the next rescan (issue #27)."""
-    wanted = {(str(s.root), s.recursive) for s in sources}
+    # A folder linked out of its project is never watched (issue #28): its files are
+    # not this repository's, and watching `/` or a home folder would cost the world.
+    wanted = {(str(s.root), s.recursive) for s in sources if not s.linked_out()}
     for git_dir in git_dirs(repos):
         wanted |= {(git_dir, False), (os.path.join(git_dir, "refs", "heads"), True)}
     # Where an optional folder will appear (one level at a time: each new level is
