@@ -28,6 +28,7 @@ from precedents.rules.scope import (
     FILES,
     MANUAL,
     REQUESTED,
+    TOO_LARGE,
     WINDSURF_TRIGGERS,
     Scope,
     rule_scope,
@@ -126,6 +127,14 @@ def rule_findings(
                 ERROR,
                 f"`{key}:` is {_kind_of(front.get(key))}, not text or a list of text: "
                 f"{agent} reads no scope from it, and the rule {_effect(scope)}",
+                key,
+            )
+        elif TOO_LARGE in warning:
+            key = warning.split("'")[1]
+            why = warning.split("(", 1)[1].rsplit(")", 1)[0]
+            found.add(
+                ERROR,
+                f"`{key}:` is {TOO_LARGE} ({why}): precedents attaches the rule to no file",
                 key,
             )
     if fmt in SCOPE_KEYS:

@@ -4,6 +4,11 @@ Built once per snapshot from the stored scopes (:mod:`precedents.rules.scope`):
 rules attached by their globs, notes and ADRs that name files, and the
 rules that always apply. Matching a touched file costs a few regex matches
 per scoped record; no model, no vectors.
+
+Compiling the rules' globs is another matter (issue #28: 10,000 rules took
+2-3 s per snapshot): :meth:`FileScopes.compile` does it off the hooks' path
+(the daemon's refresh thread), reusing the previous snapshot's compiled sets,
+and a rule not compiled yet is matched by no hook.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from precedents.rules.globs import GlobCache
 from precedents.rules.scope import Scope, component_key, mention_key, mention_names, named_scope
 from precedents.store.rows import DocumentRecord
 
@@ -66,6 +72,8 @@ class FileScopes:
         self._components: dict[str, dict[str, list[Scoped]]] = {}
         # And by the code names they name (rules/symbols.py).
         self._symbols: dict[str, dict[str, list[Scoped]]] = {}
+        # The rules' compiled globs (see compile); None until they are.
+        self.globs: GlobCache | None = None
         for row in meta:
             path = row["path"]
             if path in self.digests:
@@ -84,6 +92,17 @@ class FileScopes:
             # A chat's scope is the files its deciding exchange names (issue #27).
             if row["kind"] in ("adr", "note", "conversation"):
                 self._index_names(row["project"], scoped)
+
+    def compile(self, previous: FileScopes | None = None) -> GlobCache:
+        """Compile every attaching rule's globs, reusing ``previous``'s, within the
+        snapshot's budget (rules/globs.py; rules past it, in path order, stay uncompiled
+        and attach to no file). Call it before the hooks see this object."""
+        cache = GlobCache(previous.globs if previous is not None else None)
+        rules = [s for group in self._by_project.values() for s in group if _attaching(s)]
+        for scoped in sorted(rules, key=lambda s: s.record.path):
+            scoped.scope.compile(cache)
+        self.globs = cache
+        return cache
 
     def _index_names(self, project: str, scoped: Scoped) -> None:
         names = self._mentions.setdefault(project, {})
@@ -108,7 +127,9 @@ class FileScopes:
 
     def attached(self, keys: Sequence[str], rel: str) -> list[Scoped]:
         """The rules whose scope covers the file ``rel``, the most specific folder first."""
-        found = [s for s in self.of(keys) if s.record.kind == "rule" and s.scope.applies_to(rel)]
+        found = [
+            s for s in self.of(keys) if _attaching(s) and _ready(s) and s.scope.applies_to(rel)
+        ]
         return sorted(
             found, key=lambda s: (-s.scope.base.count("/") - bool(s.scope.base), s.record.path)
         )
@@ -152,7 +173,7 @@ class FileScopes:
         for s in self.of(keys):
             if s.record.kind != "rule" or s.scope.ranked:
                 continue
-            if s.scope.attaches:
+            if s.scope.attaches and _ready(s):
                 if any(s.scope.applies_to(rel) for rel in touched[-MAX_TOUCHED:]):
                     continue
                 if named is None:
@@ -161,6 +182,15 @@ class FileScopes:
                     continue
             out.add(s.record.path)
         return out
+
+
+def _attaching(s: Scoped) -> bool:
+    return s.record.kind == "rule" and s.scope.attaches
+
+
+def _ready(s: Scoped) -> bool:
+    """A rule a hook may match: compiled, so matching compiles nothing."""
+    return s.scope.compiled
 
 
 def _named_in_message(scope: Scope, token: str, root: str) -> bool:

@@ -1,0 +1,128 @@
+"""Rule glob compilation and the file hook's matching with 10,000 and 100,000 rules (issue #28).
+
+What the daemon does per snapshot, in process, on synthetic rule rows (Cursor
+rules `src/mN/**/*.ts`, one `src/api/**` rule that must keep matching):
+
+* build: the snapshot's :class:`FileScopes` made, and (after issue #28) its
+  globs compiled, as the refresh thread does; then a rebuild after one rule
+  changed (an index change), reusing the previous snapshot's compiled globs;
+* first call: the file hook's first match after each build. Before issue #28
+  globs compiled lazily, on that call: the silence the issue measured;
+* p50/p95: the file hook's match (``attached`` + ``naming``) once warm.
+
+Runs against whichever ``precedents`` is first on the path, so the same script
+measures the code before the fix (``PYTHONPATH=/path/to/old/src``) and after.
+
+    .venv/bin/python bench/globs.py [--rules 10000 100000] [--calls 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from typing import Any
+
+from precedents.recall.files import FileScopes
+from precedents.rules.scope import rule_scope
+
+PROJECT = "/bench/repo"
+
+
+def rows(n: int, changed: int = -1) -> list[dict[str, Any]]:
+    """``n`` rule rows as a snapshot holds them; rule ``changed`` gets another glob."""
+    out = []
+    for i in range(n):
+        glob = f"src/m{i}/**/*.{'tsx' if i == changed else 'ts'}"
+        if i == 0:
+            glob = "src/api/**"
+        scope = rule_scope("cursor", "", {"globs": glob, "description": f"rule {i}"})
+        out.append(
+            {
+                "path": f"{PROJECT}/.cursor/rules/r{i:06d}.mdc",
+                "kind": "rule",
+                "project": PROJECT,
+                "name": f"r{i}",
+                "description": f"rule {i}",
+                "date": "",
+                "adr_id": "",
+                "scope": scope.to_json(),
+                "source_hash": f"{i:x}",
+            }
+        )
+    return out
+
+
+def build(meta: list[dict[str, Any]], previous: FileScopes | None) -> tuple[FileScopes, float]:
+    started = time.perf_counter()
+    scopes = FileScopes(meta)
+    compile_ = getattr(scopes, "compile", None)
+    if compile_ is not None:  # after issue #28: the refresh thread compiles
+        compile_(previous)
+    return scopes, time.perf_counter() - started
+
+
+def hook(scopes: FileScopes, rel: str) -> list[str]:
+    keys = (PROJECT,)
+    found = [*scopes.attached(keys, rel), *scopes.naming(keys, rel)]
+    return [s.record.path for s in found]
+
+
+def timed(scopes: FileScopes, rel: str) -> tuple[float, list[str]]:
+    started = time.perf_counter()
+    got = hook(scopes, rel)
+    return time.perf_counter() - started, got
+
+
+def pct(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    return {
+        "p50": round(statistics.median(ordered) * 1000, 2),
+        "p95": round(ordered[int(0.95 * (len(ordered) - 1))] * 1000, 2),
+    }
+
+
+def measure(n: int, calls: int) -> dict[str, Any]:
+    rng = random.Random(7)
+    first_rows = rows(n)
+    scopes, built = build(first_rows, None)
+    first, got = timed(scopes, "src/api/users.ts")
+    assert got == [f"{PROJECT}/.cursor/rules/r000000.mdc"], got
+    paths = ["src/api/users.ts", *(f"src/m{rng.randrange(n)}/a/b.ts" for _ in range(calls))]
+    warm = [timed(scopes, p)[0] for p in paths]
+    changed, rebuilt = build(rows(n, changed=n // 2), scopes)
+    again, got = timed(changed, "src/api/users.ts")
+    assert got == [f"{PROJECT}/.cursor/rules/r000000.mdc"], got
+    after = [timed(changed, p)[0] for p in paths]
+    return {
+        "rules": n,
+        "build_s": round(built, 2),
+        "first_call_ms": round(first * 1000, 1),
+        "hook_ms": pct(warm),
+        "rebuild_one_changed_s": round(rebuilt, 2),
+        "first_call_after_change_ms": round(again * 1000, 1),
+        "hook_after_change_ms": pct(after),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rules", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--calls", type=int, default=200)
+    args = parser.parse_args()
+    import precedents
+
+    print(f"precedents from {os.path.dirname(precedents.__file__)}", file=sys.stderr)
+    for n in args.rules:
+        result = measure(n, args.calls)
+        result["load_avg_1m"] = round(os.getloadavg()[0], 2)
+        print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
