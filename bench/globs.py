@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import statistics
 import sys
 import time
@@ -33,14 +34,21 @@ from precedents.rules.scope import rule_scope
 PROJECT = "/bench/repo"
 
 
+SHAPES = {
+    "folders": "src/m{i}/**/*.{ext}",  # each rule in a folder of its own
+    "anywhere": "**/*.{ext}{i}",  # each rule may match any file: no prefix to file it under
+}
+SHAPE = SHAPES["folders"]
+
+
 def rows(n: int, changed: int = -1) -> list[dict[str, Any]]:
     """``n`` rule rows as a snapshot holds them; rule ``changed`` gets another glob."""
     out = []
     for i in range(n):
-        glob = f"src/m{i}/**/*.{'tsx' if i == changed else 'ts'}"
+        glob = SHAPE.format(i=i, ext="tsx" if i == changed else "ts")
         if i == 0:
             glob = "src/api/**"
-        scope = rule_scope("cursor", "", {"globs": glob, "description": f"rule {i}"})
+        scope = rule_scope("cursor", "", {"globs": glob})  # no description: files only
         out.append(
             {
                 "path": f"{PROJECT}/.cursor/rules/r{i:06d}.mdc",
@@ -86,6 +94,13 @@ def pct(samples: list[float]) -> dict[str, float]:
     }
 
 
+def unranked(scopes: FileScopes, touched: list[str]) -> float:
+    """The prompt hook's part: which rules a message must not rank, 256 files touched."""
+    started = time.perf_counter()
+    scopes.unranked((PROJECT,), touched, "why does src/api/users.ts fail in b.ts?", PROJECT)
+    return time.perf_counter() - started
+
+
 def measure(n: int, calls: int) -> dict[str, Any]:
     rng = random.Random(7)
     first_rows = rows(n)
@@ -98,6 +113,8 @@ def measure(n: int, calls: int) -> dict[str, Any]:
     again, got = timed(changed, "src/api/users.ts")
     assert got == [f"{PROJECT}/.cursor/rules/r000000.mdc"], got
     after = [timed(changed, p)[0] for p in paths]
+    touched = [f"src/m{rng.randrange(n)}/x/{i}.py" for i in range(256)]
+    prompt = [unranked(changed, touched) for _ in range(max(5, calls // 20))]
     return {
         "rules": n,
         "build_s": round(built, 2),
@@ -106,6 +123,9 @@ def measure(n: int, calls: int) -> dict[str, Any]:
         "rebuild_one_changed_s": round(rebuilt, 2),
         "first_call_after_change_ms": round(again * 1000, 1),
         "hook_after_change_ms": pct(after),
+        "prompt_unranked_256_touched_ms": pct(prompt),
+        "compiled": sum(bool(getattr(s.scope, "compiled", True)) for s in changed.of((PROJECT,))),
+        "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
     }
 
 
@@ -113,12 +133,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rules", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="folders")
     args = parser.parse_args()
+    global SHAPE
+    SHAPE = SHAPES[args.shape]
     import precedents
 
     print(f"precedents from {os.path.dirname(precedents.__file__)}", file=sys.stderr)
     for n in args.rules:
         result = measure(n, args.calls)
+        result["shape"] = args.shape
         result["load_avg_1m"] = round(os.getloadavg()[0], 2)
         print(json.dumps(result), flush=True)
     return 0

@@ -19,11 +19,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from precedents.rules.globs import GlobCache
-from precedents.rules.scope import Scope, component_key, mention_key, mention_names, named_scope
+from precedents.rules.scope import (
+    PREFIX_DEPTH,
+    Scope,
+    component_key,
+    mention_key,
+    mention_names,
+    named_scope,
+)
 from precedents.store.rows import DocumentRecord
 
 # The session's most recent touched files a message's rules are matched against.
 MAX_TOUCHED = 256
+# Glob matches one message may spend deciding which rules it must not rank (~30 ms):
+# 10,000 rules against 256 touched files would be 2.5 million. Past it, the rules not
+# yet found in scope are not ranked (never a rule shown out of its scope).
+MAX_MATCHES = 20_000
 
 
 @dataclass(frozen=True)
@@ -72,8 +83,11 @@ class FileScopes:
         self._components: dict[str, dict[str, list[Scoped]]] = {}
         # And by the code names they name (rules/symbols.py).
         self._symbols: dict[str, dict[str, list[Scoped]]] = {}
-        # The rules' compiled globs (see compile); None until they are.
+        # The rules' compiled globs (see compile); None until they are. The compiled
+        # rules by project, then by their literal prefixes (Scope.prefixes).
         self.globs: GlobCache | None = None
+        self._rules: dict[str, dict[tuple[str, ...], list[Scoped]]] = {}
+        self._ready: dict[str, list[Scoped]] = {}
         for row in meta:
             path = row["path"]
             if path in self.digests:
@@ -100,9 +114,28 @@ class FileScopes:
         cache = GlobCache(previous.globs if previous is not None else None)
         rules = [s for group in self._by_project.values() for s in group if _attaching(s)]
         for scoped in sorted(rules, key=lambda s: s.record.path):
-            scoped.scope.compile(cache)
+            if scoped.scope.compile(cache):
+                project = scoped.record.project
+                self._ready.setdefault(project, []).append(scoped)
+                by_prefix = self._rules.setdefault(project, {})
+                for prefix in scoped.scope.prefixes:
+                    by_prefix.setdefault(prefix, []).append(scoped)
         self.globs = cache
         return cache
+
+    def _candidates(self, keys: Sequence[str], rel: str) -> dict[str, Scoped]:
+        """The compiled rules of ``keys`` that may cover ``rel``: those filed under one of
+        its leading folders (or under none), by path."""
+        parts = [p for p in rel.split("/") if p not in ("", ".")]
+        heads = [tuple(parts[:j]) for j in range(min(PREFIX_DEPTH, len(parts)) + 1)]
+        found: dict[str, Scoped] = {}
+        for key in keys:
+            by_prefix = self._rules.get(key)
+            if by_prefix:
+                for head in heads:
+                    for scoped in by_prefix.get(head, ()):
+                        found.setdefault(scoped.record.path, scoped)
+        return found
 
     def _index_names(self, project: str, scoped: Scoped) -> None:
         names = self._mentions.setdefault(project, {})
@@ -127,9 +160,7 @@ class FileScopes:
 
     def attached(self, keys: Sequence[str], rel: str) -> list[Scoped]:
         """The rules whose scope covers the file ``rel``, the most specific folder first."""
-        found = [
-            s for s in self.of(keys) if _attaching(s) and _ready(s) and s.scope.applies_to(rel)
-        ]
+        found = [s for s in self._candidates(keys, rel).values() if s.scope.applies_to(rel)]
         return sorted(
             found, key=lambda s: (-s.scope.base.count("/") - bool(s.scope.base), s.record.path)
         )
@@ -168,35 +199,47 @@ class FileScopes:
         """The rules a message must not rank: always and manual ones, and rules scoped
         to files when neither the message nor the session's touched files are in scope.
         ``root``: the project's, for the absolute paths a message may name."""
-        named: tuple[str, ...] | None = None
-        out: set[str] = set()
-        for s in self.of(keys):
-            if s.record.kind != "rule" or s.scope.ranked:
-                continue
-            if s.scope.attaches and _ready(s):
-                if any(s.scope.applies_to(rel) for rel in touched[-MAX_TOUCHED:]):
-                    continue
-                if named is None:
-                    named = named_scope(message).mentions
-                if any(_named_in_message(s.scope, token, root) for token in named):
-                    continue
-            out.add(s.record.path)
+        out = {
+            s.record.path
+            for s in self.of(keys)
+            if s.record.kind == "rule" and not s.scope.ranked
+            # Uncompiled ones too: over the budget, or this snapshot's not compiled yet.
+        }
+        if any(self._ready.get(k) for k in keys):
+            out -= self._in_scope(keys, touched[-MAX_TOUCHED:], message, root)
         return out
+
+    def _in_scope(
+        self, keys: Sequence[str], touched: Sequence[str], message: str, root: str
+    ) -> set[str]:
+        """The compiled rules a touched file (the most recent first) or a path or file
+        name the message names falls in, within MAX_MATCHES glob matches."""
+        found: set[str] = set()
+        work = 0
+        for rel in reversed(touched):
+            for path, s in self._candidates(keys, rel).items():
+                work += 1
+                if path not in found and s.scope.applies_to(rel):
+                    found.add(path)
+            if work > MAX_MATCHES:
+                return found
+        ready = [s for k in keys for s in self._ready.get(k, ())]
+        for token in named_scope(message).mentions:
+            token = token.rstrip("/").removeprefix(root.rstrip("/") + "/")
+            token = token.removeprefix("./").lstrip("/")
+            for path, s in self._candidates(keys, token).items():
+                work += 1
+                if path not in found and s.scope.applies_to(token):
+                    found.add(path)
+            if "/" not in token:  # a file name: a rule whose patterns end in it
+                for s in ready[: max(0, MAX_MATCHES - work)]:
+                    if s.record.path not in found and s.scope.could_name(token):
+                        found.add(s.record.path)
+                work += len(ready)
+            if work > MAX_MATCHES:
+                break
+        return found
 
 
 def _attaching(s: Scoped) -> bool:
     return s.record.kind == "rule" and s.scope.attaches
-
-
-def _ready(s: Scoped) -> bool:
-    """A rule a hook may match: compiled, so matching compiles nothing."""
-    return s.scope.compiled
-
-
-def _named_in_message(scope: Scope, token: str, root: str) -> bool:
-    """Whether a path or file name written in a message falls in a rule's scope."""
-    token = token.rstrip("/").removeprefix(root.rstrip("/") + "/")
-    token = token.removeprefix("./").lstrip("/")
-    if "/" in token:
-        return scope.applies_to(token)
-    return scope.applies_to(token) or scope.could_name(token)

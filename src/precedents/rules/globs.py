@@ -31,9 +31,11 @@ MAX_ALTERNATIVES = 256  # brace expansion stops here: `{a,b}{a,b}...` must not e
 MAX_PATTERNS = 128
 MAX_PATTERN_CHARS = 1_024
 MAX_EXPANDED_CHARS = 16_384  # every pattern's brace alternatives, summed
-# What one snapshot's rules may compile together, in the same measure: ~10,000 rules
-# of the largest real scope. Rules past it (in path order) are attached to no file.
-SNAPSHOT_BUDGET = 2_000_000
+# What one snapshot's rules may compile together, in the same measure: ~2,400 rules
+# of the largest real scope, ~30,000 of `src/mN/**/*.ts`; compiling that many takes
+# ~10 s of the daemon's refresh thread (docs/benchmarks.md). Rules past it (in path
+# order) are attached to no file.
+SNAPSHOT_BUDGET = 500_000
 _MAX_BRACE_DEPTH = 32  # deeper braces stay literal rather than recurse without bound
 _QUOTES = "'\""
 # Token values no translated atom can take: re.escape never yields a bare "*", and a

@@ -37,6 +37,9 @@ EVERYTHING: tuple[str, ...] = ("**",)
 _NONE: tuple[str, ...] = ()
 # In the warning of a rule whose scope is over a cap of rules/globs.py (`check` finds it).
 TOO_LARGE = "too large to compile"
+# How many leading folders of a scope's literal prefix (Scope.prefixes) are kept.
+PREFIX_DEPTH = 4
+_NOT_LITERAL = frozenset("*?[]{}\\")
 
 
 @dataclass(frozen=True)
@@ -155,6 +158,20 @@ class Scope:
         return True
 
     @property
+    def prefixes(self) -> frozenset[tuple[str, ...]]:
+        """The leading folders (from the project root) that every file this scope
+        covers is under: one per positive pattern, at most PREFIX_DEPTH deep, ``()``
+        when a pattern may match anywhere. A file whose path starts with none of them
+        is not covered, so the file hook matches only rules filed under its path's
+        prefixes (10,000 rules `src/mN/**` cost a few matches, not 10,000)."""
+        base = tuple(p for p in self.base.split("/") if p not in ("", "."))
+        positive = [g for g in self._patterns if g and not g.startswith("!")]
+        if not positive:  # negations only: every file below the base they leave
+            return frozenset({base[:PREFIX_DEPTH]})
+        any_depth = self.format in ANY_DEPTH
+        return frozenset((base + _literal_head(g, any_depth))[:PREFIX_DEPTH] for g in positive)
+
+    @property
     def compiled(self) -> bool:
         """Whether matching will compile nothing (see :meth:`compile`)."""
         return "_globs" in self.__dict__ and "_names" in self.__dict__
@@ -178,6 +195,25 @@ class Scope:
         if self.component and component_key(self.component) in {component_key(f) for f in folders}:
             return True
         return any(mention_names(m, rel) for m in self.mentions)
+
+
+def _literal_head(pattern: str, any_depth: bool) -> tuple[str, ...]:
+    """The leading segments of ``pattern`` that hold no glob character (docs/rules.md,
+    "Glob semantics"): every path it matches starts with them. A bare name matches at
+    any depth in ``any_depth`` formats: no head. A brace, escape or class stops it
+    (one before the first `/` could hide an alternative without a `/`)."""
+    if any_depth and "/" not in pattern:
+        return ()
+    head: list[str] = []
+    for segment in pattern.split("/"):
+        if segment in ("", "."):  # a leading `/` or `./`, `a//b`: dropped as GlobSet drops them
+            continue
+        if _NOT_LITERAL.intersection(segment):
+            break
+        head.append(segment)
+        if len(head) == PREFIX_DEPTH:
+            break
+    return tuple(head)
 
 
 def _capped(patterns: tuple[str, ...], any_depth: bool) -> GlobSet:
