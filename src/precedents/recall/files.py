@@ -221,8 +221,8 @@ class FileScopes:
                 work += 1
                 if path not in found and s.scope.applies_to(rel):
                     found.add(path)
-            if work > MAX_MATCHES:
-                return found
+                if work > MAX_MATCHES:
+                    return found
         ready = [s for k in keys for s in self._ready.get(k, ())]
         for token in named_scope(message).mentions:
             token = token.rstrip("/").removeprefix(root.rstrip("/") + "/")
@@ -231,6 +231,8 @@ class FileScopes:
                 work += 1
                 if path not in found and s.scope.applies_to(token):
                     found.add(path)
+                if work > MAX_MATCHES:
+                    return found
             if "/" not in token:  # a file name: a rule whose patterns end in it
                 for s in ready[: max(0, MAX_MATCHES - work)]:
                     if s.record.path not in found and s.scope.could_name(token):
