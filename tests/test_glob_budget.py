@@ -313,3 +313,19 @@ def _seconds(action: Any) -> float:
     start = time.process_time()
     action()
     return time.process_time() - start
+
+
+def test_a_repository_of_many_rules_spends_the_budget_on_its_own() -> None:
+    """Projects take turns: 3,000 rules of a hostile repository do not leave another
+    project's rule uncompiled, whatever their paths sort as."""
+    from precedents.recall.files import FileScopes
+
+    hostile = [
+        {**_row(i, Scope("cursor", FILES, (f"{'x' * 40}/m{i}/**",)), "/a"), "path": f"/a/r{i}"}
+        for i in range(3_000)
+    ]
+    mine = {**_row(0, Scope("claude", FILES, ("src/**",)), "/z"), "path": "/z/rule.md"}
+    files = FileScopes([*hostile, mine])
+    cache = files.compile(budget=20_000)  # a few hundred of the hostile rules
+    assert cache.refused > 2_000
+    assert [s.record.path for s in files.attached(("/z",), "src/a.py")] == ["/z/rule.md"]

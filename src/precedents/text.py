@@ -379,14 +379,15 @@ def find_iso_date(text: str) -> str | None:
 # The index terms of the word index (store/lexical.py) and of `check`'s
 # near-duplicate notes: measured on LoCoMo (docs/locomo.md, issue #19).
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-STOP_WORDS = frozenset(
+_STOP_TEXT = (
     "a an the and or but if of to in on at by for with from as is are was were be been "
     "being it its this that these those i you he she we they me him her us them my your "
     "his our their what which who whom when where why how do does did done have has had "
     "not no yes so than then there here about into over after before up down out just "
     "also can could would should will shall may might must very too more most some any "
-    "all each other such only own same don doesn didn isn wasn ll re ve".split()
+    "all each other such only own same don doesn didn isn wasn ll re ve"
 )
+STOP_WORDS = frozenset(_STOP_TEXT.split())
 _SUFFIXES = ("ing", "ed")
 
 

@@ -16,9 +16,10 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import zip_longest
 from typing import Any
 
-from precedents.rules.globs import GlobCache
+from precedents.rules.globs import SNAPSHOT_BUDGET, GlobCache
 from precedents.rules.scope import (
     PREFIX_DEPTH,
     Scope,
@@ -107,13 +108,21 @@ class FileScopes:
             if row["kind"] in ("adr", "note", "conversation"):
                 self._index_names(row["project"], scoped)
 
-    def compile(self, previous: FileScopes | None = None) -> GlobCache:
+    def compile(
+        self, previous: FileScopes | None = None, budget: int = SNAPSHOT_BUDGET
+    ) -> GlobCache:
         """Compile every attaching rule's globs, reusing ``previous``'s, within the
-        snapshot's budget (rules/globs.py; rules past it, in path order, stay uncompiled
-        and attach to no file). Call it before the hooks see this object."""
-        cache = GlobCache(previous.globs if previous is not None else None)
-        rules = [s for group in self._by_project.values() for s in group if _attaching(s)]
-        for scoped in sorted(rules, key=lambda s: s.record.path):
+        snapshot's budget (rules/globs.py; rules past it stay uncompiled and attach to
+        no file). Projects take turns, each in path order: a repository of 100,000
+        rules spends the budget on its own rules, not on another project's. Call it
+        before the hooks see this object."""
+        cache = GlobCache(previous.globs if previous is not None else None, budget)
+        groups = [
+            sorted((s for s in group if _attaching(s)), key=lambda s: s.record.path)
+            for _, group in sorted(self._by_project.items())
+        ]
+        turns = (s for round_ in zip_longest(*groups) for s in round_ if s is not None)
+        for scoped in turns:
             if scoped.scope.compile(cache):
                 project = scoped.record.project
                 self._ready.setdefault(project, []).append(scoped)
