@@ -329,3 +329,25 @@ def test_a_repository_of_many_rules_spends_the_budget_on_its_own() -> None:
     cache = files.compile(budget=20_000)  # a few hundred of the hostile rules
     assert cache.refused > 2_000
     assert [s.record.path for s in files.attached(("/z",), "src/a.py")] == ["/z/rule.md"]
+
+
+def test_reindex_reports_a_glob_bomb_in_one_line(tmp_path: Path) -> None:
+    from precedents.ingest.indexer import Indexer
+    from precedents.ingest.sources import Sources, configured_sources, walk
+    from precedents.store import Store
+    from tests.conftest import FakeEmbedder
+
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".cursor" / "rules").mkdir(parents=True)
+    bomb = repo / ".cursor" / "rules" / "bomb.mdc"
+    bomb.write_text(f'---\ndescription: d\nglobs: "{BOMB}"\n---\nUse tabs.\n')
+    settings = settings_for(tmp_path / "state")
+    emb = FakeEmbedder()
+    store = Store(settings.index_dir, emb.model_id, emb.dimension)
+    found = configured_sources(settings, Sources(project=str(repo)))
+    report = Indexer(settings, store, emb).sync(walk(found))
+    assert report.files_indexed == 1  # the rule is indexed, its scope is not
+    [problem] = [p for p in report.problems if p.path == str(bomb)]
+    assert TOO_LARGE in problem.reason and "\n" not in problem.reason
+    assert len(problem.reason) < 200

@@ -122,14 +122,17 @@ class FileScopes:
             for _, group in sorted(self._by_project.items())
         ]
         turns = (s for round_ in zip_longest(*groups) for s in round_ if s is not None)
+        ready: dict[str, list[Scoped]] = {}
+        rules: dict[str, dict[tuple[str, ...], list[Scoped]]] = {}
         for scoped in turns:
             if scoped.scope.compile(cache):
                 project = scoped.record.project
-                self._ready.setdefault(project, []).append(scoped)
-                by_prefix = self._rules.setdefault(project, {})
+                ready.setdefault(project, []).append(scoped)
+                by_prefix = rules.setdefault(project, {})
                 for prefix in scoped.scope.prefixes:
                     by_prefix.setdefault(prefix, []).append(scoped)
-        self.globs = cache
+        # Whole, at once: a hook may be reading this object already (the first snapshot).
+        self._ready, self._rules, self.globs = ready, rules, cache
         return cache
 
     def _candidates(self, keys: Sequence[str], rel: str) -> dict[str, Scoped]:
