@@ -351,3 +351,30 @@ def test_reindex_reports_a_glob_bomb_in_one_line(tmp_path: Path) -> None:
     [problem] = [p for p in report.problems if p.path == str(bomb)]
     assert TOO_LARGE in problem.reason and "\n" not in problem.reason
     assert len(problem.reason) < 200
+
+
+def test_check_bounds_its_search_for_scopes_that_match_no_file(tmp_path: Path) -> None:
+    """400 rules that may match anywhere, matched to 20,000 tracked files, were 8 million
+    glob matches; a scope under a folder is matched to that folder's files only."""
+    from precedents.check.runner import run
+    from tests.check_repo import git, new_repo
+
+    repo = new_repo(tmp_path / "repo")
+    rules = repo / ".cursor" / "rules"
+    rules.mkdir(parents=True)
+    for i in range(400):
+        (rules / f"r{i:03d}.mdc").write_text(f'---\ndescription: d\nglobs: "**/*.x{i}"\n---\nb\n')
+    (rules / "zz-folder.mdc").write_text('---\ndescription: d\nglobs: "docs/gone/**"\n---\nb\n')
+    for d in range(200):
+        folder = repo / "src" / f"d{d}"
+        folder.mkdir(parents=True)
+        for f in range(100):
+            (folder / f"f{f}.ts").touch()
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "many")
+    report: list[Any] = []
+    seconds = _seconds(lambda: report.append(run(all_files=True, cwd=repo)))
+    assert seconds < 6.0, f"{seconds:.1f} s of CPU"  # ~2 s; 15 s before
+    never = [f.path for f in report[0].findings if "matches no file" in f.message]
+    assert ".cursor/rules/zz-folder.mdc" in never  # its folder's files: none, at no cost
+    assert 40 <= len(never) < 401  # as many as the budget allowed
