@@ -131,6 +131,7 @@ class FileScopes:
                 by_prefix = rules.setdefault(project, {})
                 for prefix in scoped.scope.prefixes:
                     by_prefix.setdefault(prefix, []).append(scoped)
+        cache.seal()
         # Whole, at once: a hook may be reading this object already (the first snapshot).
         self._ready, self._rules, self.globs = ready, rules, cache
         return cache

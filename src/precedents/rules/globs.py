@@ -348,8 +348,8 @@ class GlobCache:
     """The compiled glob sets of one snapshot, each reused from the previous snapshot's
     cache when its patterns are the same: an index change compiles only what changed.
 
-    It holds what this snapshot asked for, no more (the previous cache is dropped with
-    its snapshot), and at most ``budget`` expanded characters of patterns in all
+    Once sealed it holds what this snapshot asked for, no more (:meth:`seal`), and at
+    most ``budget`` expanded characters of patterns in all
     (:func:`expanded_size`); past it :meth:`get` gives None.
     """
 
@@ -361,6 +361,11 @@ class GlobCache:
         self.compiled = 0  # sets compiled here, not reused
         self.refused = 0  # sets asked for past the budget
 
+    def seal(self) -> None:
+        """Let go of the previous snapshot's sets: the ones this snapshot did not ask
+        for (rules removed or changed) are freed with it."""
+        self._previous = {}
+
     def get(self, patterns: Sequence[str], *, bare_any_depth: bool) -> GlobSet | None:
         """The compiled set of ``patterns``; None once the budget is spent."""
         key = (tuple(patterns), bare_any_depth)
@@ -368,14 +373,18 @@ class GlobCache:
         if found is not None:
             return found[0]
         found = self._previous.get(key)
-        size = found[1] if found is not None else min(expanded_size(key[0]), MAX_EXPANDED_CHARS)
+        # Over a rule's cap (a scope stored before the caps): compiled to nothing, and
+        # counted at the cap. The length checks come first: nothing is expanded then.
+        over = found is None and over_budget(key[0]) is not None
+        if found is not None:
+            size = found[1]
+        else:
+            size = MAX_EXPANDED_CHARS if over else expanded_size(key[0])
         if self.spent + size > self.budget:
             self.refused += 1
             return None
         if found is None:
-            # Over a rule's cap (a scope stored before the caps): compiled to nothing.
-            patterns = () if over_budget(key[0]) else key[0]
-            found = (GlobSet(patterns, bare_any_depth=bare_any_depth), size)
+            found = (GlobSet(() if over else key[0], bare_any_depth=bare_any_depth), size)
             self.compiled += 1
         self.spent += size
         self._sets[key] = found
