@@ -120,12 +120,15 @@ def test_an_alias_is_refused_even_a_harmless_one(loader: object) -> None:
 @pytest.mark.parametrize(
     ("raw", "error"),
     [
-        (f"globs: [{','.join(['x'] * 10_000)}]\n", f"more than {MAX_FRONT_MATTER_VALUES:,}"),
-        (f"globs: [{','.join(['x'] * 100_000)}]\n", "longer than 65,536 characters"),
-        ("paths:\n" + "  - x\n" * 5_000, f"more than {MAX_FRONT_MATTER_VALUES:,} values"),
+        (f"globs: [{','.join(['x'] * 1_000)}]\n", f"more than {MAX_FRONT_MATTER_VALUES:,}"),
+        (f"globs: [{','.join(['x'] * 100_000)}]\n", f"longer than {MAX_FRONT_MATTER_CHARS:,}"),
+        ("paths:\n" + "  - x\n" * 1_000, f"more than {MAX_FRONT_MATTER_VALUES:,} values"),
         ("a: " + "[" * 40 + "]" * 40 + "\n", f"more than {MAX_FRONT_MATTER_DEPTH} levels"),
         ("".join(f"{' ' * i}k{i}:\n" for i in range(40)), f"more than {MAX_FRONT_MATTER_DEPTH}"),
-        (f"description: {'x' * MAX_FRONT_MATTER_CHARS}\n", "longer than 65,536 characters"),
+        (
+            f"description: {'x' * MAX_FRONT_MATTER_CHARS}\n",
+            f"longer than {MAX_FRONT_MATTER_CHARS:,}",
+        ),
         ("a: " + "[" * 5_000 + "]" * 5_000 + "\n", ""),  # the parser's own limit: any error
     ],
     ids=["flow-list", "huge-list", "block-list", "flow-depth", "block-depth", "long", "very-deep"],
@@ -154,3 +157,23 @@ def test_cursor_globs_and_real_front_matter_still_read(loader: object) -> None:
     # An alias is no Cursor glob: the refusal stands, no plain pairs.
     refused = split_front_matter("---\na: &x 1\nb: *x\n---\nb\n", loader=loader, lenient=True)
     assert refused.problem == "invalid_yaml"
+
+
+def test_an_adr_folder_of_records_naming_hundreds_of_others_builds_fast(tmp_path: Path) -> None:
+    """Every record superseding and amending 120 others (inside the front matter caps):
+    the graph's relation lists were deduplicated by scanning, quadratic in what one
+    record is named by (1,000 such records: 102 s)."""
+    from precedents.adr_graph import build_graph
+
+    folder = tmp_path / "docs" / "adr"
+    folder.mkdir(parents=True)
+    ids = ",".join(str(i) for i in range(1, 121))
+    for n in range(1, 301):
+        (folder / f"{n:04d}-x.md").write_text(
+            f"---\nstatus: accepted\nsupersedes: [{ids}]\namends: [{ids}]\n---\n# {n}. T\n\nB.\n"
+        )
+    started = time.process_time()
+    graph = build_graph(folder)
+    took = time.process_time() - started
+    assert len(graph.records) == 300
+    assert took < 4.0, f"{took:.1f} s of CPU"  # ~0.7 s; 11 s before
