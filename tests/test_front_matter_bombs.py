@@ -88,7 +88,8 @@ def test_reindex_refuses_the_aliases_in_one_line_and_indexes_the_body(
     for path in (note, rule):
         [line] = [line for line in lines if str(path) in line]
         assert "broken front matter" in line and ALIAS in line and len(line) < 300
-    assert took < 12, f"reindex took {took:.1f}s"  # the model loads in ~3 s on a busy machine
+    # 3 s here with the model load; the lines above are what fails before the fix.
+    assert took < 15, f"reindex took {took:.1f}s"
     took, out, _, code = cli(
         hostile, home, "query", "--json", "deploys on Fridays zebra-quartz", timeout=120
     )
@@ -103,7 +104,7 @@ def test_check_refuses_the_aliases_fast(hostile: Path, tmp_path: Path) -> None:
     assert code == 1 and "Traceback" not in err
     [line] = [line for line in out.splitlines() if line.startswith(".windsurf/rules/tabs.md")]
     assert ALIAS in line and "'x'" not in line
-    assert took < 4, f"check took {took:.1f}s"
+    assert took < 5, f"check took {took:.1f}s"  # 0.7 s here
 
 
 @pytest.mark.parametrize("loader", LOADERS)
