@@ -27,9 +27,13 @@ import yaml
 __all__ = [
     "FAST_LOADER",
     "ISO_DATE",
+    "MAX_FRONT_MATTER_CHARS",
+    "MAX_FRONT_MATTER_DEPTH",
+    "MAX_FRONT_MATTER_VALUES",
     "SAFE_LOADER",
     "STOP_WORDS",
     "FrontMatter",
+    "UnsafeFrontMatter",
     "fence_marker",
     "find_iso_date",
     "iso_date",
@@ -45,14 +49,87 @@ __all__ = [
 
 # ----------------------------------------------------------------- front matter
 
-# Both are safe loaders (no arbitrary objects). The C one is ~10x faster and is
-# what the ADR graph uses to build 1,000 records inside its time budget; notes
-# keep the pure one, whose error messages their warnings quote.
-SAFE_LOADER: Any = yaml.SafeLoader
+# Front matter comes from repositories the user does not control (issue #28),
+# so what a block may hold is capped before any value is used. An alias (`*a`)
+# is refused outright: eight nested ones make a 400-byte block a 43-million-item
+# list for whoever walks it (`str(value)`), and no rule, note or ADR format needs
+# one. The other caps are 10-25x what the 597 real rule files and 425 real ADRs
+# of tests/fixtures hold (at most 625 characters, 15 values, 3 levels), and low
+# enough that 1,000 ADRs at the caps still build in seconds (docs/rules.md).
+MAX_FRONT_MATTER_CHARS = 16 * 1024
+MAX_FRONT_MATTER_VALUES = 256  # YAML nodes: each key, each value, each list item
+MAX_FRONT_MATTER_DEPTH = 32
+
+
+class UnsafeFrontMatter(yaml.MarkedYAMLError):
+    """Front matter refused before any value is used: an alias, too many values, too deep.
+
+    A YAML error, so every reader reports it as the block's ``invalid_yaml``
+    problem and keeps the body; never read as Cursor's plain pairs instead.
+    """
+
+
+class _Capped:
+    """A safe loader that checks the composed node graph before building any value.
+
+    Composition shares an aliased node instead of copying it, so the check costs
+    one visit per distinct node whatever an alias would expand to; a node met
+    twice is an alias. The same mixin serves the pure and the C loader: the C one
+    composes in C, where no Python hook can see an alias event.
+    """
+
+    def get_single_node(self) -> Any:
+        node = super().get_single_node()  # type: ignore[misc]
+        if node is not None:
+            _check_nodes(node)
+        return node
+
+
+def _check_nodes(root: yaml.Node) -> None:
+    seen: set[int] = set()
+    stack: list[tuple[yaml.Node, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if id(node) in seen:
+            raise UnsafeFrontMatter(
+                problem="an anchor read again by an alias (`&name` ... `*name`), "
+                "which front matter may not use",
+                problem_mark=node.start_mark,
+            )
+        seen.add(id(node))
+        if len(seen) > MAX_FRONT_MATTER_VALUES:
+            raise UnsafeFrontMatter(
+                problem=f"more than {MAX_FRONT_MATTER_VALUES:,} values",
+                problem_mark=node.start_mark,
+            )
+        if depth > MAX_FRONT_MATTER_DEPTH:
+            raise UnsafeFrontMatter(
+                problem=f"nested more than {MAX_FRONT_MATTER_DEPTH} levels deep",
+                problem_mark=node.start_mark,
+            )
+        if isinstance(node, yaml.SequenceNode):
+            stack.extend((child, depth + 1) for child in node.value)
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend((part, depth + 1) for pair in node.value for part in pair)
+
+
+class _SafeCapped(_Capped, yaml.SafeLoader):
+    pass
+
+
+# Both are safe loaders (no arbitrary objects), both capped as above. The C one
+# is ~10x faster and is what the ADR graph uses to build 1,000 records inside
+# its time budget; notes keep the pure one, whose error messages their warnings
+# quote.
+SAFE_LOADER: Any = _SafeCapped
 try:
-    FAST_LOADER: Any = yaml.CSafeLoader
+
+    class _FastCapped(_Capped, yaml.CSafeLoader):
+        pass
+
+    FAST_LOADER: Any = _FastCapped
 except AttributeError:  # pragma: no cover - depends on the PyYAML build
-    FAST_LOADER = yaml.SafeLoader
+    FAST_LOADER = _SafeCapped
 
 # Front matter is a block that opens on the very first line with "---" and
 # closes at the next "---" (or YAML's "...") line; trailing blanks are allowed
@@ -128,7 +205,8 @@ def split_front_matter(
     try:
         data = _load(raw, loader)
     except Exception as exc:  # YAMLError, RecursionError, a date that is no date...
-        pairs = plain_pairs(raw) if lenient else None
+        refused = isinstance(exc, UnsafeFrontMatter)  # not YAML gone wrong: no pairs
+        pairs = plain_pairs(raw) if lenient and not refused else None
         if pairs is not None:
             return FrontMatter(pairs, body, raw)
         return FrontMatter(None, body, raw, "invalid_yaml", _error_summary(exc), exc)
@@ -176,6 +254,10 @@ def _load(raw: str, loader: Any) -> Any:
     What YAML refuses but Cursor accepts is read by :func:`plain_pairs` (asked
     for with ``lenient``), after the loader said no.
     """
+    if len(raw) > MAX_FRONT_MATTER_CHARS:  # before the parser spends time on it
+        raise UnsafeFrontMatter(problem=f"longer than {MAX_FRONT_MATTER_CHARS:,} characters")
+    if loader is yaml.SafeLoader or loader is getattr(yaml, "CSafeLoader", None):
+        loader = SAFE_LOADER if loader is yaml.SafeLoader else FAST_LOADER  # always capped
     return yaml.load(raw, Loader=loader)  # only ever a safe loader (see SAFE_LOADER)
 
 
@@ -298,119 +380,15 @@ def find_iso_date(text: str) -> str | None:
 # The index terms of the word index (store/lexical.py) and of `check`'s
 # near-duplicate notes: measured on LoCoMo (docs/locomo.md, issue #19).
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
-STOP_WORDS = frozenset(
-    {
-        "a",
-        "an",
-        "the",
-        "and",
-        "or",
-        "but",
-        "if",
-        "of",
-        "to",
-        "in",
-        "on",
-        "at",
-        "by",
-        "for",
-        "with",
-        "from",
-        "as",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "been",
-        "being",
-        "it",
-        "its",
-        "this",
-        "that",
-        "these",
-        "those",
-        "i",
-        "you",
-        "he",
-        "she",
-        "we",
-        "they",
-        "me",
-        "him",
-        "her",
-        "us",
-        "them",
-        "my",
-        "your",
-        "his",
-        "our",
-        "their",
-        "what",
-        "which",
-        "who",
-        "whom",
-        "when",
-        "where",
-        "why",
-        "how",
-        "do",
-        "does",
-        "did",
-        "done",
-        "have",
-        "has",
-        "had",
-        "not",
-        "no",
-        "yes",
-        "so",
-        "than",
-        "then",
-        "there",
-        "here",
-        "about",
-        "into",
-        "over",
-        "after",
-        "before",
-        "up",
-        "down",
-        "out",
-        "just",
-        "also",
-        "can",
-        "could",
-        "would",
-        "should",
-        "will",
-        "shall",
-        "may",
-        "might",
-        "must",
-        "very",
-        "too",
-        "more",
-        "most",
-        "some",
-        "any",
-        "all",
-        "each",
-        "other",
-        "such",
-        "only",
-        "own",
-        "same",
-        "don",
-        "doesn",
-        "didn",
-        "isn",
-        "wasn",
-        "ll",
-        "re",
-        "ve",
-    }
+_STOP_TEXT = (
+    "a an the and or but if of to in on at by for with from as is are was were be been "
+    "being it its this that these those i you he she we they me him her us them my your "
+    "his our their what which who whom when where why how do does did done have has had "
+    "not no yes so than then there here about into over after before up down out just "
+    "also can could would should will shall may might must very too more most some any "
+    "all each other such only own same don doesn didn isn wasn ll re ve"
 )
+STOP_WORDS = frozenset(_STOP_TEXT.split())
 _SUFFIXES = ("ing", "ed")
 
 

@@ -156,12 +156,19 @@ def _strip_title(title: str, number: int | None = None) -> str:
     return _TITLE_NUMBER_RE.sub("", t, count=1).strip() or t
 
 
+# Targets read from one front matter key (`supersedes: [...]`): real records name one
+# to three. A hostile record's 2,000 (the front matter cap, precedents/text.py) in each
+# of a thousand records would make millions of edges for every graph build (issue #28).
+MAX_FM_VALUES = 32
+
+
 def _fm_values(value: Any) -> list[str]:
-    """A front matter value as a list of strings (a key may hold one value or a list)."""
+    """A front matter value as a list of strings (a key may hold one value or a list),
+    at most MAX_FM_VALUES of them."""
     if value is None:
         return []
     if isinstance(value, list):
-        return [str(v) for v in value if v is not None]
+        return [str(v) for v in value[:MAX_FM_VALUES] if v is not None]
     return [str(value)]
 
 

@@ -128,14 +128,19 @@ class _Work:
     reason: dict[str, str]
     resolved: dict[str, list[tuple[RawRelation, Target]]]
     edges: dict[str, list[Target]] = field(default_factory=lambda: defaultdict(list))
+    # What each record's edges hold, by id and as written: a set, so that a record
+    # naming hundreds of successors is not quadratic (issue #28).
+    _held: dict[str, set[tuple[str, str | None]]] = field(default_factory=lambda: defaultdict(set))
 
     def add_edge(self, rid: str, target: Target) -> None:
         """Record ``target`` as a successor of ``rid``, once (by id, else as written)."""
-        if target.kind == "record" and any(t.id == target.id for t in self.edges[rid]):
+        held = self._held[rid]
+        if target.kind == "record" and ("id", target.id) in held:
             return
-        if any(t.display == target.display for t in self.edges[rid]):
+        if ("display", target.display) in held:
             return
         self.edges[rid].append(target)
+        held.update({("id", target.id), ("display", target.display)})
 
 
 def _declared(parsed: Mapping[str, ParsedAdr]) -> _Work:
@@ -229,6 +234,7 @@ def _break_cycles(work: _Work) -> list[list[str]]:
     for cycle in cycles:
         for rid in cycle:
             work.edges[rid] = []
+            work._held[rid] = set()
     return cycles
 
 
@@ -303,8 +309,12 @@ def _cycles(order: list[str], edges: Mapping[str, list[Target]]) -> list[list[st
     stack: list[str] = []
     found: list[list[str]] = []
 
-    def succ(v: str) -> list[str]:
-        return [t.id for t in edges.get(v, []) if t.kind == "record" and t.id is not None]
+    succs: dict[str, list[str]] = {}
+
+    def succ(v: str) -> list[str]:  # once per record: it is asked at every step
+        if v not in succs:
+            succs[v] = [t.id for t in edges.get(v, []) if t.kind == "record" and t.id is not None]
+        return succs[v]
 
     for root in order:
         if root in index:
@@ -348,12 +358,20 @@ def _relations(
     decisions: Mapping[str, Decision],
 ) -> None:
     """List on each record its own relations and what other records declare of it."""
+    # (type, id) of each record's listed relations: a set, so that a record that
+    # hundreds of records name is not quadratic (issue #28).
+    listed: dict[str, set[tuple[str, str | None]]] = {}
+
+    def of(rid: str) -> set[tuple[str, str | None]]:
+        if rid not in listed:
+            listed[rid] = {(r["type"], r["id"]) for r in decisions[rid].relations}
+        return listed[rid]
+
     for rid in order:
         for rel, target in resolved[rid]:
-            if target.id is not None and any(
-                r["type"] == rel.type and r["id"] == target.id for r in decisions[rid].relations
-            ):
+            if target.id is not None and (rel.type, target.id) in of(rid):
                 continue  # said twice (front matter and body): listed once
+            of(rid).add((rel.type, target.id))
             link = "renamed" if target.by_number else target.kind
             decisions[rid].relations.append(
                 {
@@ -371,7 +389,8 @@ def _relations(
                 continue
             inverse = INVERSE[rel.type]
             rels = decisions[other].relations
-            if not any(r["type"] == inverse and r["id"] == rid for r in rels):
+            if (inverse, rid) not in of(other):
+                of(other).add((inverse, rid))
                 rels.append(
                     {
                         "type": inverse,

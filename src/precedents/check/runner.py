@@ -30,7 +30,7 @@ from precedents.adr_graph.graph import is_adr_file
 from precedents.check.adrs import adr_findings, adr_folders, folder_of, nested_folders
 from precedents.check.duplicates import duplicate_findings, is_note
 from precedents.check.model import ERROR, INPUT, WARNING, Finding, Report
-from precedents.check.rules import rule_findings
+from precedents.check.rules import ScopeBudget, rule_findings
 from precedents.check.secrets import name_findings, text_findings
 from precedents.check.tree import Tree, expand, relative, repository_root, staged_changes
 from precedents.errors import UsageError
@@ -135,6 +135,7 @@ def _check(
     read = [p for p, k in kinds.items() if k.name != "other"]
     contents = tree.read(read)
     tracked = tree.tracked() if tree.git else None
+    budget = ScopeBudget()
     for path, kind in kinds.items():
         found += name_findings(path)
         if kind.name == "other":
@@ -146,7 +147,7 @@ def _check(
         report.checked += 1
         found += text_findings(path, text)
         if kind.placed is not None:
-            found += rule_findings(path, kind.placed, text, tracked)
+            found += rule_findings(path, kind.placed, text, tracked, budget)
         if kind.name == "config":
             found += _config_findings(path, layout.root)
     touched = {folder_of(p, layout.adr_folders) for p in [*kinds, *deleted]}

@@ -9,6 +9,7 @@ store changes) and the ADR marks.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Sequence
@@ -52,6 +53,9 @@ from precedents.store.rows import DocumentHit, DocumentRecord
 
 __all__ = ["Answer", "Recall", "auto_context"]
 
+log = logging.getLogger("precedents.daemon")
+_NO_SCOPES = FileScopes(())  # before the first snapshot
+
 
 class Recall(HookAnswers):
     """The model and the vectors in memory (from one :class:`VectorSource`): answers questions."""
@@ -83,7 +87,7 @@ class Recall(HookAnswers):
         self.team_seen = TeamSeen(settings.home)
         self.commit_files = CommitFiles(settings.cache_dir)
         self.sessions = SessionLog()
-        self._scopes: tuple[VectorSnapshot, FileScopes] | None = None
+        self._scopes: FileScopes | None = None  # the snapshot's, once its globs are compiled
         self._snapshot: VectorSnapshot = EMPTY
         self._refresh_lock = threading.Lock()
         self._encode_lock = threading.Lock()
@@ -123,8 +127,19 @@ class Recall(HookAnswers):
     def _install(self, snapshot: VectorSnapshot) -> None:
         """Answer from ``snapshot`` from now on (the caller holds the refresh lock)."""
         self._snapshot = snapshot
-        # Built here (the refresh thread in the daemon), not on the first question.
-        self._scopes = (snapshot, FileScopes(snapshot.meta))
+        # Built here (the refresh thread in the daemon), never on a hook's path: the
+        # previous scopes serve until the rules' globs are compiled (issue #28).
+        scopes, previous = FileScopes(snapshot.meta), self._scopes
+        if previous is None:
+            self._scopes = scopes  # the first: notes and ADRs at once, rules once compiled
+        cache = scopes.compile(previous)
+        self._scopes = scopes
+        if cache.refused:
+            log.warning(
+                "%d rule scopes past this snapshot's glob budget (%s characters) attach to no file",
+                cache.refused,
+                f"{cache.budget:,}",
+            )
         self.marks.invalidate()  # an ADR may have changed with it
         self.marks.amendments = Amendments.of(snapshot)  # so may a chat's decision
         self._warm_multilingual()
@@ -144,11 +159,7 @@ class Recall(HookAnswers):
     @property
     def scopes(self) -> FileScopes:
         """The scoped records of the snapshot in memory (docs/rules.md)."""
-        snapshot, cached = self._snapshot, self._scopes
-        if cached is None or cached[0] is not snapshot:
-            cached = (snapshot, FileScopes(snapshot.meta))
-            self._scopes = cached
-        return cached[1]
+        return self._scopes if self._scopes is not None else _NO_SCOPES
 
     def _hidden(
         self, root: str, keys: Sequence[str], text: str, session: str = "", transcript: str = ""

@@ -4,6 +4,11 @@ Built once per snapshot from the stored scopes (:mod:`precedents.rules.scope`):
 rules attached by their globs, notes and ADRs that name files, and the
 rules that always apply. Matching a touched file costs a few regex matches
 per scoped record; no model, no vectors.
+
+Compiling the rules' globs is another matter (issue #28: 10,000 rules took
+2-3 s per snapshot): :meth:`FileScopes.compile` does it off the hooks' path
+(the daemon's refresh thread), reusing the previous snapshot's compiled sets,
+and a rule not compiled yet is matched by no hook.
 """
 
 from __future__ import annotations
@@ -11,13 +16,26 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import zip_longest
 from typing import Any
 
-from precedents.rules.scope import Scope, component_key, mention_key, mention_names, named_scope
+from precedents.rules.globs import SNAPSHOT_BUDGET, GlobCache
+from precedents.rules.scope import (
+    PREFIX_DEPTH,
+    Scope,
+    component_key,
+    mention_key,
+    mention_names,
+    named_scope,
+)
 from precedents.store.rows import DocumentRecord
 
 # The session's most recent touched files a message's rules are matched against.
 MAX_TOUCHED = 256
+# Glob matches one message may spend deciding which rules it must not rank (~30 ms):
+# 10,000 rules against 256 touched files would be 2.5 million. Past it, the rules not
+# yet found in scope are not ranked (never a rule shown out of its scope).
+MAX_MATCHES = 20_000
 
 
 @dataclass(frozen=True)
@@ -66,6 +84,11 @@ class FileScopes:
         self._components: dict[str, dict[str, list[Scoped]]] = {}
         # And by the code names they name (rules/symbols.py).
         self._symbols: dict[str, dict[str, list[Scoped]]] = {}
+        # The rules' compiled globs (see compile); None until they are. The compiled
+        # rules by project, then by their literal prefixes (Scope.prefixes).
+        self.globs: GlobCache | None = None
+        self._rules: dict[str, dict[tuple[str, ...], list[Scoped]]] = {}
+        self._ready: dict[str, list[Scoped]] = {}
         for row in meta:
             path = row["path"]
             if path in self.digests:
@@ -84,6 +107,48 @@ class FileScopes:
             # A chat's scope is the files its deciding exchange names (issue #27).
             if row["kind"] in ("adr", "note", "conversation"):
                 self._index_names(row["project"], scoped)
+
+    def compile(
+        self, previous: FileScopes | None = None, budget: int = SNAPSHOT_BUDGET
+    ) -> GlobCache:
+        """Compile every attaching rule's globs, reusing ``previous``'s, within the
+        snapshot's budget (rules/globs.py; rules past it stay uncompiled and attach to
+        no file). Projects take turns, each in path order: a repository of 100,000
+        rules spends the budget on its own rules, not on another project's. Call it
+        before the hooks see this object."""
+        cache = GlobCache(previous.globs if previous is not None else None, budget)
+        groups = [
+            sorted((s for s in group if _attaching(s)), key=lambda s: s.record.path)
+            for _, group in sorted(self._by_project.items())
+        ]
+        turns = (s for round_ in zip_longest(*groups) for s in round_ if s is not None)
+        ready: dict[str, list[Scoped]] = {}
+        rules: dict[str, dict[tuple[str, ...], list[Scoped]]] = {}
+        for scoped in turns:
+            if scoped.scope.compile(cache):
+                project = scoped.record.project
+                ready.setdefault(project, []).append(scoped)
+                by_prefix = rules.setdefault(project, {})
+                for prefix in scoped.scope.prefixes:
+                    by_prefix.setdefault(prefix, []).append(scoped)
+        cache.seal()
+        # Whole, at once: a hook may be reading this object already (the first snapshot).
+        self._ready, self._rules, self.globs = ready, rules, cache
+        return cache
+
+    def _candidates(self, keys: Sequence[str], rel: str) -> dict[str, Scoped]:
+        """The compiled rules of ``keys`` that may cover ``rel``: those filed under one of
+        its leading folders (or under none), by path."""
+        parts = [p for p in rel.split("/") if p not in ("", ".")]
+        heads = [tuple(parts[:j]) for j in range(min(PREFIX_DEPTH, len(parts)) + 1)]
+        found: dict[str, Scoped] = {}
+        for key in keys:
+            by_prefix = self._rules.get(key)
+            if by_prefix:
+                for head in heads:
+                    for scoped in by_prefix.get(head, ()):
+                        found.setdefault(scoped.record.path, scoped)
+        return found
 
     def _index_names(self, project: str, scoped: Scoped) -> None:
         names = self._mentions.setdefault(project, {})
@@ -108,7 +173,7 @@ class FileScopes:
 
     def attached(self, keys: Sequence[str], rel: str) -> list[Scoped]:
         """The rules whose scope covers the file ``rel``, the most specific folder first."""
-        found = [s for s in self.of(keys) if s.record.kind == "rule" and s.scope.applies_to(rel)]
+        found = [s for s in self._candidates(keys, rel).values() if s.scope.applies_to(rel)]
         return sorted(
             found, key=lambda s: (-s.scope.base.count("/") - bool(s.scope.base), s.record.path)
         )
@@ -147,26 +212,49 @@ class FileScopes:
         """The rules a message must not rank: always and manual ones, and rules scoped
         to files when neither the message nor the session's touched files are in scope.
         ``root``: the project's, for the absolute paths a message may name."""
-        named: tuple[str, ...] | None = None
-        out: set[str] = set()
-        for s in self.of(keys):
-            if s.record.kind != "rule" or s.scope.ranked:
-                continue
-            if s.scope.attaches:
-                if any(s.scope.applies_to(rel) for rel in touched[-MAX_TOUCHED:]):
-                    continue
-                if named is None:
-                    named = named_scope(message).mentions
-                if any(_named_in_message(s.scope, token, root) for token in named):
-                    continue
-            out.add(s.record.path)
+        out = {
+            s.record.path
+            for s in self.of(keys)
+            if s.record.kind == "rule" and not s.scope.ranked
+            # Uncompiled ones too: over the budget, or this snapshot's not compiled yet.
+        }
+        if any(self._ready.get(k) for k in keys):
+            out -= self._in_scope(keys, touched[-MAX_TOUCHED:], message, root)
         return out
 
+    def _in_scope(
+        self, keys: Sequence[str], touched: Sequence[str], message: str, root: str
+    ) -> set[str]:
+        """The compiled rules a touched file (the most recent first) or a path or file
+        name the message names falls in, within MAX_MATCHES glob matches."""
+        found: set[str] = set()
+        work = 0
+        for rel in reversed(touched):
+            for path, s in self._candidates(keys, rel).items():
+                work += 1
+                if path not in found and s.scope.applies_to(rel):
+                    found.add(path)
+                if work > MAX_MATCHES:
+                    return found
+        ready = [s for k in keys for s in self._ready.get(k, ())]
+        for token in named_scope(message).mentions:
+            token = token.rstrip("/").removeprefix(root.rstrip("/") + "/")
+            token = token.removeprefix("./").lstrip("/")
+            for path, s in self._candidates(keys, token).items():
+                work += 1
+                if path not in found and s.scope.applies_to(token):
+                    found.add(path)
+                if work > MAX_MATCHES:
+                    return found
+            if "/" not in token:  # a file name: a rule whose patterns end in it
+                for s in ready[: max(0, MAX_MATCHES - work)]:
+                    if s.record.path not in found and s.scope.could_name(token):
+                        found.add(s.record.path)
+                work += len(ready)
+            if work > MAX_MATCHES:
+                break
+        return found
 
-def _named_in_message(scope: Scope, token: str, root: str) -> bool:
-    """Whether a path or file name written in a message falls in a rule's scope."""
-    token = token.rstrip("/").removeprefix(root.rstrip("/") + "/")
-    token = token.removeprefix("./").lstrip("/")
-    if "/" in token:
-        return scope.applies_to(token)
-    return scope.applies_to(token) or scope.could_name(token)
+
+def _attaching(s: Scoped) -> bool:
+    return s.record.kind == "rule" and s.scope.attaches

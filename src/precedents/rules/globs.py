@@ -11,9 +11,31 @@ import re
 from collections.abc import Iterator, Sequence
 from itertools import islice, pairwise
 
-__all__ = ["MAX_ALTERNATIVES", "GlobSet", "split_patterns"]
+__all__ = [
+    "MAX_ALTERNATIVES",
+    "MAX_EXPANDED_CHARS",
+    "MAX_PATTERNS",
+    "MAX_PATTERN_CHARS",
+    "SNAPSHOT_BUDGET",
+    "GlobCache",
+    "GlobSet",
+    "over_budget",
+    "split_patterns",
+]
 
 MAX_ALTERNATIVES = 256  # brace expansion stops here: `{a,b}{a,b}...` must not explode
+# What one rule's scope may cost to compile (issue #28: a 16 KB `globs:` took 12.8 s).
+# The real rules of tests/fixtures/rules-wild (597 files) have at most 8 patterns, 78
+# characters in one, 8 alternatives after brace expansion and 207 characters in all;
+# a rule over any cap is attached to no file, and says so (docs/rules.md).
+MAX_PATTERNS = 128
+MAX_PATTERN_CHARS = 1_024
+MAX_EXPANDED_CHARS = 16_384  # every pattern's brace alternatives, summed
+# What one snapshot's rules may compile together, in the same measure: ~2,400 rules
+# of the largest real scope, ~30,000 of `src/mN/**/*.ts`; compiling that many takes
+# ~10 s of the daemon's refresh thread (docs/benchmarks.md). Rules past it (in path
+# order) are attached to no file.
+SNAPSHOT_BUDGET = 500_000
 _MAX_BRACE_DEPTH = 32  # deeper braces stay literal rather than recurse without bound
 _QUOTES = "'\""
 # Token values no translated atom can take: re.escape never yields a bare "*", and a
@@ -227,6 +249,38 @@ def _pattern_regexes(pattern: str, bare_any_depth: bool) -> tuple[str, ...]:
     return tuple(dict.fromkeys(_alternative_regex(a, bare_any_depth) for a in alternatives if a))
 
 
+def over_budget(patterns: Sequence[str]) -> str | None:
+    """Why compiling ``patterns`` (one rule's scope) would cost too much; None when it
+    would not. Cheap: brace expansion is counted as it goes and stops at the cap."""
+    if isinstance(patterns, str):
+        patterns = (patterns,)
+    if len(patterns) > MAX_PATTERNS:
+        return f"{len(patterns):,} patterns (at most {MAX_PATTERNS})"
+    longest = max(map(len, patterns), default=0)
+    if longest > MAX_PATTERN_CHARS:
+        return f"a pattern of {longest:,} characters (at most {MAX_PATTERN_CHARS:,})"
+    return (
+        None
+        if expanded_size(patterns) <= MAX_EXPANDED_CHARS
+        else (f"more than {MAX_EXPANDED_CHARS:,} characters once braces are expanded")
+    )
+
+
+def expanded_size(patterns: Sequence[str], stop: int = MAX_EXPANDED_CHARS) -> int:
+    """The characters of every brace alternative of ``patterns``, counted up to just past
+    ``stop``: the measure of what compiling them costs."""
+    total = 0
+    for pattern in patterns:
+        body = pattern.removeprefix("!")
+        if "{" not in body:
+            total += len(body)
+        else:
+            total += sum(map(len, _expand(body, 0, len(body), _brace_pairs(body), 0)))
+        if total > stop:
+            break
+    return total
+
+
 def _normalise(relpath: str) -> str | None:
     """The path as matched, or None when it can never match (empty, absolute, outside)."""
     if not relpath or relpath.startswith("/"):
@@ -241,6 +295,9 @@ def _normalise(relpath: str) -> str | None:
 
 class GlobSet:
     """Compiled patterns of one rule (positive and `!`-negated); see docs/rules.md.
+
+    It compiles whatever it is given, in time linear in the patterns' expanded
+    size; the caps on what a rule may ask for are its callers' (:func:`over_budget`).
 
     Patterns are taken as written (run them through :func:`split_patterns` first);
     empty ones are ignored. ``bare_any_depth``: a pattern without `/` matches the
@@ -285,3 +342,50 @@ class GlobSet:
 
 def _compile(regexes: dict[str, None]) -> re.Pattern[str] | None:
     return re.compile("|".join(f"(?:{rx})" for rx in regexes)) if regexes else None
+
+
+class GlobCache:
+    """The compiled glob sets of one snapshot, each reused from the previous snapshot's
+    cache when its patterns are the same: an index change compiles only what changed.
+
+    Once sealed it holds what this snapshot asked for, no more (:meth:`seal`), and at
+    most ``budget`` expanded characters of patterns in all
+    (:func:`expanded_size`); past it :meth:`get` gives None.
+    """
+
+    def __init__(self, previous: GlobCache | None = None, budget: int = SNAPSHOT_BUDGET) -> None:
+        self._previous = previous._sets if previous is not None else {}
+        self._sets: dict[tuple[tuple[str, ...], bool], tuple[GlobSet, int]] = {}
+        self.budget = budget
+        self.spent = 0
+        self.compiled = 0  # sets compiled here, not reused
+        self.refused = 0  # sets asked for past the budget
+
+    def seal(self) -> None:
+        """Let go of the previous snapshot's sets: the ones this snapshot did not ask
+        for (rules removed or changed) are freed with it."""
+        self._previous = {}
+
+    def get(self, patterns: Sequence[str], *, bare_any_depth: bool) -> GlobSet | None:
+        """The compiled set of ``patterns``; None once the budget is spent."""
+        key = (tuple(patterns), bare_any_depth)
+        found = self._sets.get(key)
+        if found is not None:
+            return found[0]
+        found = self._previous.get(key)
+        # Over a rule's cap (a scope stored before the caps): compiled to nothing, and
+        # counted at the cap. The length checks come first: nothing is expanded then.
+        over = found is None and over_budget(key[0]) is not None
+        if found is not None:
+            size = found[1]
+        else:
+            size = MAX_EXPANDED_CHARS if over else expanded_size(key[0])
+        if self.spent + size > self.budget:
+            self.refused += 1
+            return None
+        if found is None:
+            found = (GlobSet(() if over else key[0], bare_any_depth=bare_any_depth), size)
+            self.compiled += 1
+        self.spent += size
+        self._sets[key] = found
+        return found[0]

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from precedents.rules.globs import GlobSet, split_patterns
+from precedents.rules.globs import GlobCache, GlobSet, over_budget, split_patterns
 from precedents.rules.symbols import named_symbols
 
 # When a rule applies (docs/rules.md, "Modes").
@@ -35,6 +35,11 @@ MAX_MENTIONS = 64
 MAX_MENTION_CHARS = 200
 EVERYTHING: tuple[str, ...] = ("**",)
 _NONE: tuple[str, ...] = ()
+# In the warning of a rule whose scope is over a cap of rules/globs.py (`check` finds it).
+TOO_LARGE = "too large to compile"
+# How many leading folders of a scope's literal prefix (Scope.prefixes) are kept.
+PREFIX_DEPTH = 4
+_NOT_LITERAL = frozenset("*?[]{}\\")
 
 
 @dataclass(frozen=True)
@@ -121,15 +126,55 @@ class Scope:
         """An always-rule Claude Code does not load by itself."""
         return self.always and self.format not in LOADED_BY_CLAUDE
 
+    # Compiled on first use (`check`, the indexer), or all at once by :meth:`compile`
+    # (the daemon's refresh thread: a hook never compiles). A frozen dataclass still
+    # has a __dict__, where cached_property keeps them.
     @cached_property
     def _globs(self) -> GlobSet:
-        return GlobSet(self.globs or EVERYTHING, bare_any_depth=self.format in ANY_DEPTH)
+        return _capped(self._patterns, self.format in ANY_DEPTH)
 
     @cached_property
     def _names(self) -> GlobSet:
+        return _capped(self._name_patterns, True)
+
+    @property
+    def _patterns(self) -> tuple[str, ...]:
+        return self.globs or EVERYTHING
+
+    @property
+    def _name_patterns(self) -> tuple[str, ...]:
         # The last segment of each positive pattern: could a file of that name be in scope?
         last = [g.rstrip("/").rsplit("/", 1)[-1] for g in self.globs if not g.startswith("!")]
-        return GlobSet([n for n in last if n and n != "**"] or ["*"], bare_any_depth=True)
+        return tuple(n for n in last if n and n != "**") or ("*",)
+
+    def compile(self, cache: GlobCache) -> bool:
+        """Compile the globs now, from ``cache``; False (nothing compiled) when the
+        cache's budget is spent."""
+        globs = cache.get(self._patterns, bare_any_depth=self.format in ANY_DEPTH)
+        names = cache.get(self._name_patterns, bare_any_depth=True) if globs else None
+        if globs is None or names is None:
+            return False
+        self.__dict__["_globs"], self.__dict__["_names"] = globs, names
+        return True
+
+    @property
+    def prefixes(self) -> frozenset[tuple[str, ...]]:
+        """The leading folders (from the project root) that every file this scope
+        covers is under: one per positive pattern, at most PREFIX_DEPTH deep, ``()``
+        when a pattern may match anywhere. A file whose path starts with none of them
+        is not covered, so the file hook matches only rules filed under its path's
+        prefixes (10,000 rules `src/mN/**` cost a few matches, not 10,000)."""
+        base = tuple(p for p in self.base.split("/") if p not in ("", "."))
+        positive = [g for g in self._patterns if g and not g.startswith("!")]
+        if not positive:  # negations only: every file below the base they leave
+            return frozenset({base[:PREFIX_DEPTH]})
+        any_depth = self.format in ANY_DEPTH
+        return frozenset((base + _literal_head(g, any_depth))[:PREFIX_DEPTH] for g in positive)
+
+    @property
+    def compiled(self) -> bool:
+        """Whether matching will compile nothing (see :meth:`compile`)."""
+        return "_globs" in self.__dict__ and "_names" in self.__dict__
 
     def applies_to(self, rel: str) -> bool:
         """Whether a rule attached by files covers ``rel`` (a path relative to the project root)."""
@@ -150,6 +195,31 @@ class Scope:
         if self.component and component_key(self.component) in {component_key(f) for f in folders}:
             return True
         return any(mention_names(m, rel) for m in self.mentions)
+
+
+def _literal_head(pattern: str, any_depth: bool) -> tuple[str, ...]:
+    """The leading segments of ``pattern`` that hold no glob character (docs/rules.md,
+    "Glob semantics"): every path it matches starts with them. A bare name matches at
+    any depth in ``any_depth`` formats: no head. A brace, escape or class stops it
+    (one before the first `/` could hide an alternative without a `/`)."""
+    if any_depth and "/" not in pattern:
+        return ()
+    head: list[str] = []
+    for segment in pattern.split("/"):
+        if segment in ("", "."):  # a leading `/` or `./`, `a//b`: dropped as GlobSet drops them
+            continue
+        if _NOT_LITERAL.intersection(segment):
+            break
+        head.append(segment)
+        if len(head) == PREFIX_DEPTH:
+            break
+    return tuple(head)
+
+
+def _capped(patterns: tuple[str, ...], any_depth: bool) -> GlobSet:
+    """The compiled patterns; none when they are over a cap (rule_scope refuses such a
+    scope, but one stored before the caps existed may still hold it)."""
+    return GlobSet(() if over_budget(patterns) else patterns, bare_any_depth=any_depth)
 
 
 def _below(rel: str, base: str) -> str | None:
@@ -203,12 +273,38 @@ def rule_scope(fmt: str, base: str, front: Mapping[str, Any] | None) -> Scope:
         value = front.get(key)
         if value is not None and not isinstance(value, (str, list, tuple)):
             warnings.append(f"front matter {key!r} is not text or a list of text; ignored")
-        return split_patterns(value)
+        found = split_patterns(value)
+        if (why := over_budget(found)) is not None:
+            # Never compiled, never guessed at: the rule attaches to no file.
+            warnings.append(f"front matter {key!r} is {TOO_LARGE} ({why}); attached to no file")
+            raise _Unusable
+        return found
 
     mode, patterns = REQUESTED, _NONE
+    try:
+        mode, patterns = _mode_and_patterns(fmt, base, front, globs, warnings)
+    except _Unusable:
+        mode, patterns = MANUAL, _NONE
+    if mode not in (FILES, BOTH):
+        patterns = _NONE
+    return Scope(fmt, mode, patterns, base, warnings=tuple(warnings))
+
+
+class _Unusable(Exception):
+    """A rule's scope is over a cap of rules/globs.py."""
+
+
+def _mode_and_patterns(
+    fmt: str,
+    base: str,
+    front: Mapping[str, Any],
+    globs: Callable[[str], tuple[str, ...]],
+    warnings: list[str],
+) -> tuple[str, tuple[str, ...]]:
+    mode, patterns = REQUESTED, _NONE
     if fmt == "cursor":
-        patterns = globs("globs")
         described = bool(str(front.get("description") or "").strip())
+        patterns = _NONE if front.get("alwaysApply") is True else globs("globs")
         if front.get("alwaysApply") is True:
             mode = ALWAYS
         elif patterns:
@@ -228,9 +324,7 @@ def rule_scope(fmt: str, base: str, front: Mapping[str, Any] | None) -> Scope:
         mode, patterns = (FILES, EVERYTHING) if base else (ALWAYS, ())
     elif fmt in ("cursorrules", "copilot"):
         mode = ALWAYS
-    if mode not in (FILES, BOTH):
-        patterns = _NONE
-    return Scope(fmt, mode, patterns, base, warnings=tuple(warnings))
+    return mode, patterns
 
 
 def _format_from_keys(front: Mapping[str, Any]) -> str:
