@@ -1,0 +1,159 @@
+"""Issue #28's attacks all at once, through every real process a user runs.
+
+One repository (tests/hostile_repo.py) with folders symlinked out of it, a file
+symlink to a private file, ``/dev/zero``, a FIFO and a sparse 2 GB file as ADRs,
+YAML alias bombs, a 16 KB glob, a file name that is not UTF-8, a secret in the
+team config and attack payloads in the root AGENTS.md. The real CLI (``reindex``,
+``status``, ``adr list``, ``adr show``, ``check --all``), the real daemon and the
+real hook: nothing outside the repository reaches any output or the store, no
+step hangs (each runs under a timeout and an address-space cap, so a regression
+fails instead of taking the machine), the raw secret is never printed, the
+payloads never reach the agent verbatim. The parts each have their own tests
+(tests/test_hostile_repo.py, test_front_matter_bombs.py, test_glob_budget.py,
+test_suspect.py, test_forged.py, test_team_notes.py); this is the whole, as
+bench/hostile.py measures it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import lancedb
+
+from tests.hostile_repo import MARKER, PAYLOADS, SECRET, hostile
+
+LAUNCHER = Path(__file__).resolve().parents[1] / "src" / "precedents" / "hook" / "launch.py"
+# Each process in at most 6 GiB of address space (prlimit: no fork of this process,
+# which has LanceDB loaded): a regression fails with MemoryError, not the machine.
+CAPPED = ["prlimit", f"--as={6 << 30}", "--"]
+STEP_TIMEOUT_S = 180.0
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PRECEDENTS_")}
+    env.update(
+        PRECEDENTS_HOME=str(home),
+        PRECEDENTS_CLAUDE_DIR=str(home / "claude"),
+        PRECEDENTS_HOOK_BUDGET_MS="10000",
+        HF_HUB_OFFLINE="1",
+        TOKENIZERS_PARALLELISM="false",
+    )
+    return env
+
+
+def _run(cmd: list[str], env: dict[str, str], cwd: Path, stdin: bytes = b"") -> tuple[int, str]:
+    proc = subprocess.run(
+        [*CAPPED, *cmd],
+        input=stdin,
+        capture_output=True,
+        cwd=cwd,
+        env=env,
+        timeout=STEP_TIMEOUT_S,
+        check=False,
+    )
+    return proc.returncode, (proc.stdout + proc.stderr).decode("utf-8", "replace")
+
+
+def _stdin(event: str, repo: Path, session: str, **extra: object) -> bytes:
+    return json.dumps(
+        {
+            "session_id": session,
+            "transcript_path": str(repo / f"{session}.jsonl"),
+            "cwd": str(repo),
+            "hook_event_name": event,
+            **extra,
+        }
+    ).encode()
+
+
+def _stored(home: Path) -> str:
+    db = lancedb.connect(str(home / "index"))
+    out: list[str] = []
+    for name in db.list_tables().tables:
+        table = db.open_table(name).to_arrow()
+        for col in table.column_names:
+            if str(table.schema.field(col).type) in ("string", "large_string"):
+                out.extend(str(v) for v in table.column(col).to_pylist())
+    return "\n".join(out)
+
+
+def test_a_hostile_repository_leaks_nothing_stalls_nothing_and_orders_nothing(
+    tmp_path: Path,
+) -> None:
+    repo = hostile(tmp_path)
+    home = tmp_path / "home"
+    env = _env(home)
+    cli = [sys.executable, "-m", "precedents.cli"]
+    outputs: dict[str, str] = {}
+    rc, outputs["reindex"] = _run([*cli, "reindex", "--project", str(repo)], env, repo)
+    assert rc == 0, outputs["reindex"]
+    for name, args in {
+        "status": ["status", "--json"],
+        "adr list": ["adr", "list", "--dir", "doc/adr"],
+        "adr show": ["adr", "show", "3", "--dir", "doc/adr"],
+        "check": ["check", "--all"],
+    }.items():
+        _, outputs[name] = _run([*cli, *args], env, repo)
+    daemon = subprocess.Popen(
+        [*CAPPED, sys.executable, "-m", "precedents.query_daemon"],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        hook = [sys.executable, "-I", "-S", str(LAUNCHER)]
+        session = f"hostile-{uuid.uuid4()}"
+        touch = {"tool_name": "Read"}
+        calls = {
+            "SessionStart": (["session"], _stdin("SessionStart", repo, session, source="startup")),
+            "prompt": (
+                ["prompt"],
+                _stdin("UserPromptSubmit", repo, session, prompt="what is the merger plan?"),
+            ),
+            "file": (
+                ["file"],
+                _stdin(
+                    "PreToolUse",
+                    repo,
+                    session,
+                    **touch,
+                    tool_input={"file_path": str(repo / "src/api/users.ts")},
+                ),
+            ),
+            "file outside": (
+                ["file"],
+                _stdin(
+                    "PreToolUse",
+                    repo,
+                    session,
+                    **touch,
+                    tool_input={"file_path": str(repo / "docs/adr/0001-outside.md")},
+                ),
+            ),
+        }
+        for name, (args, stdin) in calls.items():
+            rc, outputs[f"hook {name}"] = _run([*hook, *args], env, repo, stdin)
+            assert rc == 0, outputs[f"hook {name}"]
+        assert daemon.poll() is None  # it answered them all and is still there
+    finally:
+        daemon.terminate()
+        try:
+            daemon.wait(30)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+    outputs["store"] = _stored(home)
+    leaked = {name for name, text in outputs.items() if MARKER in text}
+    assert leaked == set()
+    raw = {name for name, text in outputs.items() if SECRET in text}
+    assert raw == set()
+    agent = "\n".join(v for k, v in outputs.items() if k.startswith("hook"))
+    for payload in PAYLOADS:
+        assert payload not in agent
+        assert payload.split(":")[-1].strip() not in agent
+    assert "Use pnpm" in outputs["hook SessionStart"]  # the repository's own rule still comes
