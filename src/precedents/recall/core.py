@@ -17,6 +17,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from precedents.adr_graph.duplicates import stored_duplicates
 from precedents.config import Settings
 from precedents.errors import StoreError
 from precedents.ingest.sources import project_keys, project_root
@@ -127,6 +128,7 @@ class Recall(HookAnswers):
         self._scopes = (snapshot, FileScopes(snapshot.meta))
         self.marks.invalidate()  # an ADR may have changed with it
         self.marks.amendments = Amendments.of(snapshot)  # so may a chat's decision
+        self.marks.duplicates = stored_duplicates(snapshot.meta)  # an id two folders claim
         self._warm_multilingual()
 
     def _warm_multilingual(self) -> None:
