@@ -10,8 +10,9 @@ escaping that framing (docs/daemon.md, "Stored text is data"):
   character (so a field cannot start a line of its own), no invisible or bidi
   character, no ``<`` or ``>`` (so it cannot open or close a tag such as
   ``</system-reminder>``: they become ``‹`` ``›``), no chat-template token, no
-  role label (``SYSTEM:`` becomes ``SYSTEM∶``), no code fence, and a cap on its
-  length.
+  role label (``SYSTEM:`` becomes ``SYSTEM∶``), no code fence, no mark or line
+  head of ours (``⚠️superseded →``, ``note (team, …``: issue #28), and a cap on
+  its length.
 * :func:`suspect_reason` says when a record's text reads as orders to the agent
   rather than as guidance: overriding or escaping the framing ("ignore previous
   instructions", a ``</system>`` tag, "you are now ..."), leaking the prompt,
@@ -119,7 +120,7 @@ def cut(text: str, limit: int) -> str:
 def inert(text: str, limit: int = TEXT_CHARS) -> str:
     """``text`` as one line of inert data, at most ``limit`` characters (see the module):
     a record's field, so nothing in it reads as the product's own marks or heads."""
-    if _PLAIN.fullmatch(text) and not _TOUCHY.search(text) and not _HEAD.search(text):
+    if _PLAIN.fullmatch(text) and not _TOUCHY.search(text) and not _has_head(text):
         return cut(" ".join(text.split()), limit)  # the common case: nothing to rewrite
     return cut(" ".join(_unforged(_defuse(_visible(text, " "))).split()), limit)
 
@@ -170,10 +171,11 @@ _GLYPH_VS = re.compile(f"([{''.join(_GLYPHS)}])\ufe0f")  # its emoji form: one g
 # A kind word and a parenthesis, a parenthesised "team"/"personal" label, a kind word
 # before an id, a day or a sha, the file hook's "· later changed by": read on the
 # text's skeleton (below), so full-width parentheses and look-alike letters match too.
-_KIND = r"(?:note|rules?|adr|conversation|commit)"
+# Our heads are lower case: "ADR 001: Title" and "Note (2024)" are a title and prose.
 _HEAD = re.compile(
-    rf"\b{_KIND}\s*(\()|(\()\s*(?:team|personal)\b|"
-    rf"\b({_KIND})(?=\s+(?:adr-?\d|\d{{3}}|[0-9a-f]{{7,40}}\b))|(·)\s*later\s+changed\b",
+    r"\b(?-i:note|rule|adr|conversation|commit)\s*(\()|(\()\s*(?:team|personal)\b|"
+    r"\b(?-i:(adr(?=\s+(?i:adr-?)?\d)|conversation(?=\s+\d{4}-\d\d-\d\d)|"
+    r"commit(?=\s+(?=[a-f]*\d)[0-9a-f]{7,40}\b)))|(·)\s*later\s+changed\b",
     re.IGNORECASE,
 )
 _CLOSE = re.compile(r"[()（）﹙﹚⁽⁾₍₎]")
@@ -182,6 +184,30 @@ _LOOKALIKE = str.maketrans(
     "аАвВсСеЕіІјЈкКмМнНоОрРѕЅтТхХуԁпոսօαΑβΒεΕιΙκΚμΜνΝοΟρΡτΤυΥχΧ",
     "aAbBcCeEiIjJkKmMhHoOpPsStTxXydnnuoaAbBeEiIkKmMvNoOpPtTuYxX",
 )
+
+
+_HEAD_WORDS = ("note", "rule", "adr", "conversation", "commit", "team", "personal", "·")
+
+
+# The skeleton in one C pass, to tell whether the slow one (with positions) is needed.
+def _fold_table() -> dict[int, str | None]:
+    """Mathematical, small, full-width and super/subscript forms as NFKC folds them,
+    look-alike letters Latin, the common combining marks dropped."""
+    table: dict[int, str | None] = {}
+    for start, end in ((0x1D400, 0x1D800), (0xFE50, 0xFF5F), (0x2070, 0x20A0)):
+        table.update({c: unicodedata.normalize("NFKC", chr(c)) for c in range(start, end)})
+    table.update(dict.fromkeys((*range(0x300, 0x370), *range(0x20D0, 0x2100))))
+    table.update({k: chr(v) for k, v in _LOOKALIKE.items()})
+    return table
+
+
+_FOLD = _fold_table()
+
+
+def _has_head(text: str) -> bool:
+    """Whether ``text`` (a skeleton, or ASCII) holds one of our heads."""
+    lower = text.lower()
+    return any(w in lower for w in _HEAD_WORDS) and _HEAD.search(text) is not None
 
 
 def _skeleton(text: str) -> tuple[str, list[int]]:
@@ -201,8 +227,15 @@ def _skeleton(text: str) -> tuple[str, list[int]]:
 
 def _unforged(text: str) -> str:
     """``text`` with no mark glyph, no rightward arrow and no head of ours left in it."""
-    text = _GLYPH_VS.sub(r"\1", text).translate(_MARKS)
-    skeleton, where = _skeleton(text)
+    if text.isascii():
+        if not _has_head(text):
+            return text
+        skeleton, where = text, list(range(len(text)))
+    else:
+        text = _GLYPH_VS.sub(r"\1", text).translate(_MARKS)
+        if not _has_head(text.translate(_FOLD)):
+            return text
+        skeleton, where = _skeleton(text)
     edits: dict[int, str] = {}
     for m in _HEAD.finditer(skeleton):
         if m.group(3):  # `"adr" ADR-0009`: a word quoted is no head

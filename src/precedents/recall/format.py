@@ -38,7 +38,11 @@ and closed by its path. A record whose text reads as orders to the agent
     ⚠️suspect MARK adr (path)
 
 A team note's mark (:func:`precedents.inert.team_label`) is part of the head: it
-never shrinks, like an ADR's.
+never shrinks, like an ADR's. No field can imitate a head or a mark of ours
+(issue #28): :func:`~precedents.inert.inert` neutralises them in every field, the
+marks themselves go through :func:`~precedents.inert.inert_mark`, a team note's
+author is a short name (else ``author withheld``; the local user's name is
+``"…" unverified``) and a date in the future is shown as none.
 """
 
 from __future__ import annotations
