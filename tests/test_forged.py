@@ -276,6 +276,18 @@ def test_adr_check_and_check_warn_of_an_id_two_folders_claim_and_a_forged_note(
     assert "decisions/0010-use-celery-for-background-jobs.md" in found[0]["message"]
     other = cli(repo, home, "adr", "check", "--dir", "decisions")
     assert "docs/adr/0010-use-rq-for-background-jobs.md" in other.stdout, other.stdout
+    # Every `adr` command and MCP ADR tool (one AdrView) shows the mark on both.
+    listed = json.loads(cli(repo, home, "adr", "list", "--dir", "decisions", "--json").stdout)
+    [celery] = listed["records"]
+    assert celery["status"] == "live" and celery["mark"] == (
+        "⚠️duplicate id → also docs/adr/0010-use-rq-for-background-jobs.md"
+    )
+    listed = json.loads(cli(repo, home, "adr", "list", "--json").stdout)
+    marks = {r["path"]: r["mark"] for r in listed["records"]}
+    assert marks["0010-use-rq-for-background-jobs.md"] == (
+        "⚠️superseded → ADR-0011; ⚠️duplicate id → also "
+        "decisions/0010-use-celery-for-background-jobs.md"
+    )
     checked = cli(repo, home, "check", "--all", "--json")
     findings = json.loads(checked.stdout)
     warned = {f["path"]: f["message"] for f in findings if "two ADR folders" in f["message"]}

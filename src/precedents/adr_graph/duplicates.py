@@ -111,10 +111,41 @@ def folder_duplicates(
 ) -> list[Finding]:
     """`adr check`'s warnings for the records of ``graph`` whose id another ADR folder of
     its repository (configured or conventional, built with ``build``) claims too."""
+    found = _claimed_elsewhere(graph, configured, build)
+    return [
+        duplicate_finding(rec.path, rec.label, found[rec.path])
+        for rec in graph.sorted()
+        if rec.path in found
+    ]
+
+
+def mark_duplicates(
+    graph: AdrGraph, configured: Iterable[Path], build: Callable[[Path], AdrGraph]
+) -> AdrGraph:
+    """``graph`` with the duplicate mark after the own mark of each record whose id another
+    ADR folder of its repository claims too: every `adr` command and MCP ADR tool shows it
+    (the record's status stays its folder's)."""
+    for path, others in _claimed_elsewhere(graph, configured, build).items():
+        rec = graph.by_path[path]
+        mark = duplicate_mark(others)
+        rec.mark = f"{rec.mark}; {mark}" if rec.mark else mark
+    return graph
+
+
+def _claimed_elsewhere(
+    graph: AdrGraph, configured: Iterable[Path], build: Callable[[Path], AdrGraph]
+) -> dict[str, list[str]]:
+    """``{record path in graph: other paths, relative to the repository}``.
+
+    Only the folders beside ``graph``'s are read, and only those that share its ids (two
+    conventional root folders): one inside it is in its graph already (a duplicate
+    there is the graph's own error), and one around it would be read whole, every
+    record of every subfolder, for each call of an ADR tool."""
     from precedents.adr_graph.graph import find_adr_dirs
 
     folder = graph.folder.resolve()
     root = git_root(folder).resolve()
+    here = _relative(str(folder), str(root))
     claims: dict[str, str] = {}
 
     def add(where: Path, g: AdrGraph) -> None:
@@ -123,14 +154,15 @@ def folder_duplicates(
 
     add(folder, graph)
     for other in find_adr_dirs(root, configured):
-        if other != folder and not other.is_relative_to(folder):
+        beside = not other.is_relative_to(folder) and not folder.is_relative_to(other)
+        if beside and shares_ids(here, _relative(str(other), str(root))):
             add(other, build(other))
     found = duplicates(claims.items())
-    out = []
+    out = {}
     for rec in graph.sorted():
         others = found.get(_relative(str(folder / rec.path), str(root)))
         if others:
-            out.append(duplicate_finding(rec.path, rec.label, others))
+            out[rec.path] = others
     return out
 
 
