@@ -86,7 +86,8 @@ def test_the_issue_note_is_neutralised_and_flagged() -> None:
         ("bell\x07 esc\x1b[31m nul\x00", "bell esc [31m nul"),
         ("line\u2028sep\u2029para\x85next", "line sep para next"),
         ("Result<T, E> and List<int>", "Result‹T, E› and List‹int›"),  # generics stay readable
-        ("⚠️ emoji keeps its presentation", "⚠️ emoji keeps its presentation"),
+        ("❤️ emoji keeps its presentation", "❤️ emoji keeps its presentation"),
+        ("⚠️ never ours in a field", "[warning] never ours in a field"),  # test_forged.py
         ("日本語の説明：そのまま", "日本語の説明：そのまま"),
         ("Note: plain prose stays as it is.", "Note: plain prose stays as it is."),
     ],

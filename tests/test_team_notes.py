@@ -164,7 +164,7 @@ def test_a_team_note_is_marked_in_every_in_process_channel(
 ) -> None:
     from precedents.recall import Recall
 
-    repo = init_repo(tmp_path / "repo", user="Alice <b>Example</b>")
+    repo = init_repo(tmp_path / "repo", user="Alice <b>Example</b>")  # no name: withheld
     settings = load_settings()
     saved = promote.save_team(settings, FREEZE, "Release freeze on Fridays", str(repo))
     text = saved.path.read_text()
@@ -173,16 +173,16 @@ def test_a_team_note_is_marked_in_every_in_process_channel(
     recall = Recall(settings, embedder)
     try:
         day = time.strftime("%Y-%m-%d")
-        mark = f"note (team, Alice ‹b›Example‹/b›, {day})  Release freeze on Fridays"
+        mark = f"note (team, author withheld, {day})  Release freeze on Fridays"
         context = recall.context(FREEZE_PROMPT, str(repo), session="s1").context
         assert context is not None and mark in context, context
         assert f"({saved.path})" in context and "<b>" not in context
         [row] = recall.query(FREEZE_PROMPT, str(repo), 1)["results"]
-        assert row["team"] is True and row["author"] == "Alice ‹b›Example‹/b›"
+        assert row["team"] is True and row["author"] == "author withheld"
         assert row["date"] == day and row["path"] == str(saved.path)
         given = recall.file_context(str(repo), str(repo / "deploy" / "release.sh"), session="s2")
         assert given.context is not None and mark in given.context
-        assert given.team == {str(saved.path): f"(team, Alice ‹b›Example‹/b›, {day})"}
+        assert given.team == {str(saved.path): f"(team, author withheld, {day})"}
         assert given.log_fields()["team"] == given.team
         first = recall.session_context(str(repo), session="s3")
         assert first is not None and "This repository shares 1 team note" in first
@@ -244,7 +244,7 @@ def test_the_lines_of_a_team_note() -> None:
     base = DocumentRecord("note", "/r", "/r/.precedents/notes/a.md", "Freeze", "No Fridays.")
     team = DocumentRecord(**{**base.__dict__, "origin": "team", "author": "x" * 300})
     head = line_parts(team).head
-    assert head.startswith("note (team, xxx") and len(head) < 80  # the author is capped
+    assert head == "note (team, author withheld)  Freeze"  # a name, not 300 characters
     assert line_parts(base).head == "note  Freeze"
     # An author that reads as orders makes the note suspect: its path and "(team)" only.
     orders = DocumentRecord(
@@ -272,7 +272,7 @@ def test_session_start_counts_the_changes_within_its_cap(tmp_path: Path) -> None
         path = f"/r/.precedents/notes/n{i:02}.md"
         record = DocumentRecord(
             "note", "/r", path, f"Note {i} " + "y" * 40, "d" * 300, "2026-01-02", "", "",
-            "team", "Ann <b>Lee</b>",
+            "team", "Ann Lee",
         )  # fmt: skip
         return path, (digest, record)
 
@@ -292,7 +292,7 @@ def test_session_start_counts_the_changes_within_its_cap(tmp_path: Path) -> None
     text, _ = session_text([], adrs, news)
     assert text is not None
     assert text.startswith("10 team notes changed since your last session (reference")
-    assert "- note (team, Ann ‹b›Lee‹/b›, 2026-01-02)  Note" in text and "<b>" not in text
+    assert "- note (team, Ann Lee, 2026-01-02)  Note" in text
     team_part = text.split("\nLive ADRs")[0]
     assert team_part.count("\n- note (team") <= SESSION_MAX_TEAM
     assert "more changed team notes" in team_part
@@ -443,7 +443,8 @@ def test_the_commands_print_the_file_and_the_git_add(home: Path, tmp_path: Path)
     again = cli(repo, home, "query", FREEZE_PROMPT, "-k", "1")
     assert again.returncode == 0, again.stderr
     day = time.strftime("%Y-%m-%d")
-    assert f"note (team, Alice Example, {day}) Release freeze" in again.stdout
+    # Written here, by this user: their own name, which front matter cannot prove (#28).
+    assert f'note (team, "Alice Example" unverified, {day}) Release freeze' in again.stdout
     clash = cli(repo, home, "promote", str(path))
     assert clash.returncode == 2 and "team note already" in clash.stderr
     personal = write_note(tmp_path / "mine", "Warm the cache first.", title="Cache warm-up")

@@ -401,6 +401,7 @@ def adr_graph(
     """
     # Imported here: the graph's parser loads only for the ADR commands and tools.
     from precedents.adr_graph import build_graph, default_adr_dir
+    from precedents.adr_graph.duplicates import mark_duplicates
     from precedents.secrets.mask import mask_secrets
 
     cwd = Path.cwd()
@@ -410,7 +411,10 @@ def adr_graph(
         target = _inside_adr_roots(settings, str(folder), cwd)
     else:
         target = Path(folder)
-    return build_graph(target, settings.cache_dir / "adr", mask_secrets)
+    graph = build_graph(target, settings.cache_dir / "adr", mask_secrets)
+    # An id another ADR folder of the repository claims too is marked (issue #28).
+    siblings = lambda f: build_graph(f, settings.cache_dir / "adr", mask_secrets)  # noqa: E731
+    return mark_duplicates(graph, settings.adrs, siblings)
 
 
 def adr_view(

@@ -10,8 +10,9 @@ escaping that framing (docs/daemon.md, "Stored text is data"):
   character (so a field cannot start a line of its own), no invisible or bidi
   character, no ``<`` or ``>`` (so it cannot open or close a tag such as
   ``</system-reminder>``: they become ``‹`` ``›``), no chat-template token, no
-  role label (``SYSTEM:`` becomes ``SYSTEM∶``), no code fence, and a cap on its
-  length.
+  role label (``SYSTEM:`` becomes ``SYSTEM∶``), no code fence, no mark or line
+  head of ours (``⚠️superseded →``, ``note (team, …``: issue #28), and a cap on
+  its length.
 * :func:`suspect_reason` says when a record's text reads as orders to the agent
   rather than as guidance: overriding or escaping the framing ("ignore previous
   instructions", a ``</system>`` tag, "you are now ..."), leaking the prompt,
@@ -27,6 +28,7 @@ runs only when its anchor words are in the text, and most text has none).
 
 from __future__ import annotations
 
+import datetime as _dt
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -42,7 +44,8 @@ TEXT_CHARS = 500
 ID_CHARS = 40
 DATE_CHARS = 10
 MARK_CHARS = 160
-AUTHOR_CHARS = 40  # a team note's author: part of its line's head, which never shrinks
+AUTHOR_CHARS = 32  # a team note's author: part of its line's head, which never shrinks
+AUTHOR_WORDS = 3  # a first name, a particle or middle name, a last name
 
 # `<` and `>` and their full-width and small forms (a model may read those as the
 # same tag); they become single guillemets, which no markup language uses.
@@ -114,9 +117,19 @@ def cut(text: str, limit: int) -> str:
 
 
 def inert(text: str, limit: int = TEXT_CHARS) -> str:
-    """``text`` as one line of inert data, at most ``limit`` characters (see the module)."""
-    if _PLAIN.fullmatch(text) and not _TOUCHY.search(text):
+    """``text`` as one line of inert data, at most ``limit`` characters (see the module):
+    a record's field, so nothing in it reads as the product's own marks or heads."""
+    if _PLAIN.fullmatch(text) and not _TOUCHY.search(text) and not _has_head(text):
         return cut(" ".join(text.split()), limit)  # the common case: nothing to rewrite
+    return cut(" ".join(_unforged(_defuse(_visible(text, " "))).split()), limit)
+
+
+def inert_mark(text: str, limit: int = MARK_CHARS) -> str:
+    """One of the product's own marks or labels (``⚠️superseded → ADR-0011``, ``(team,
+    …)``) as one inert line: its glyphs kept. Whoever builds a mark renders the record
+    text it quotes (a successor's label, a chat's title) with :func:`inert` first."""
+    if _PLAIN.fullmatch(text) and not _TOUCHY.search(text):
+        return cut(" ".join(text.split()), limit)
     return cut(" ".join(_defuse(_visible(text, " ")).split()), limit)
 
 
@@ -130,10 +143,181 @@ def inert_path(path: str) -> str:
     return _defuse(_visible(path, "?"))
 
 
-def team_label(author: str = "", date: str = "") -> str:
-    """A team note's mark, the same in every channel: ``(team, author, date)``, each
-    part inert and capped; ``(team)`` alone for a suspect note (its words are withheld)."""
-    parts = [p for p in (inert(author, AUTHOR_CHARS), inert(date, ID_CHARS)[:DATE_CHARS]) if p]
+# ------------------------------------------------------- the product's own words
+
+# A field may not read as the product's marks or line heads (recall/format.py):
+# the marks' glyphs become words in brackets, a rightward arrow "-›" (what a typed
+# "->" shows as), and a kind word with a label ("note (team, CTO", "(personal, you",
+# "adr ADR-0009") loses the head's form. Neutralised, never flagged: "⚠️ Never
+# force-push" and "A → B" are common in real rules and ADRs, and stay readable.
+_GLYPHS = {"⚠": "warning", "🛆": "warning", "△": "triangle", "▵": "triangle"}
+_GLYPHS |= dict.fromkeys("✅✓✔☑🗸", "ok")
+_ARROW_BLOCKS = ((0x2190, 0x2200), (0x2794, 0x27C0), (0x27F0, 0x2980), (0x2B00, 0x2C00))
+
+
+def _marks_table() -> dict[int, str]:
+    table = {ord(glyph): f" [{word}] " for glyph, word in _GLYPHS.items()}
+    for start, end in (*_ARROW_BLOCKS, (0x1F800, 0x1F900)):
+        for code in range(start, end):
+            name = unicodedata.name(chr(code), "")
+            if "ARROW" in name and "RIGHT" in name and "LEFT" not in name:
+                table[code] = " -› "
+    return table
+
+
+_MARKS = _marks_table()
+_GLYPH_VS = re.compile(f"([{''.join(_GLYPHS)}])\ufe0f")  # its emoji form: one glyph
+# A kind word and a parenthesis, a parenthesised "team"/"personal" label, a kind word
+# before an id, a day or a sha, the file hook's "· later changed by": read on the
+# text's skeleton (below), so full-width parentheses and look-alike letters match too.
+# Our heads are lower case: "ADR 001: Title" and "Note (2024)" are a title and prose.
+_HEAD = re.compile(
+    r"\b(?-i:note|rule|adr|conversation|commit)\s*(\()|(\()\s*(?:team|personal)\b|"
+    r"\b(?-i:(adr(?=\s+(?i:adr-?)?\d)|conversation(?=\s+\d{4}-\d\d-\d\d)|"
+    r"commit(?=\s+(?=[a-f]*\d)[0-9a-f]{7,40}\b)))|(·)\s*later\s+changed\b",
+    re.IGNORECASE,
+)
+_CLOSE = re.compile(r"[()（）﹙﹚⁽⁾₍₎]")
+# Cyrillic, Greek and Armenian letters drawn like the Latin ones of the heads.
+_LOOKALIKE = str.maketrans(
+    "аАвВсСеЕіІјЈкКмМнНоОрРѕЅтТхХуԁпոսօαΑβΒεΕιΙκΚμΜνΝοΟρΡτΤυΥχΧ",
+    "aAbBcCeEiIjJkKmMhHoOpPsStTxXydnnuoaAbBeEiIkKmMvNoOpPtTuYxX",
+)
+
+
+_HEAD_WORDS = ("note", "rule", "adr", "conversation", "commit", "team", "personal", "·")
+
+
+# The skeleton in one C pass, to tell whether the slow one (with positions) is needed.
+def _fold_table() -> dict[int, str | None]:
+    """Mathematical, small, full-width and super/subscript forms as NFKC folds them,
+    look-alike letters Latin, the common combining marks dropped."""
+    table: dict[int, str | None] = {}
+    for start, end in ((0x1D400, 0x1D800), (0xFE50, 0xFF5F), (0x2070, 0x20A0)):
+        table.update({c: unicodedata.normalize("NFKC", chr(c)) for c in range(start, end)})
+    table.update(dict.fromkeys((*range(0x300, 0x370), *range(0x20D0, 0x2100))))
+    table.update({k: chr(v) for k, v in _LOOKALIKE.items()})
+    return table
+
+
+_FOLD = _fold_table()
+
+
+def _has_head(text: str) -> bool:
+    """Whether ``text`` (a skeleton, or ASCII) holds one of our heads."""
+    lower = text.lower()
+    return any(w in lower for w in _HEAD_WORDS) and _HEAD.search(text) is not None
+
+
+def _skeleton(text: str) -> tuple[str, list[int]]:
+    """``text`` as its heads would be read (compatibility forms folded, look-alike letters
+    Latin, combining marks dropped), and where each character of it came from."""
+    chars: list[str] = []
+    where: list[int] = []
+    for i, ch in enumerate(text):
+        if not ch.isascii():
+            if unicodedata.category(ch) in ("Mn", "Me"):
+                continue
+            ch = unicodedata.normalize("NFKC", ch).translate(_LOOKALIKE)
+        chars.append(ch)
+        where.extend([i] * len(ch))
+    return "".join(chars), where
+
+
+def _unforged(text: str) -> str:
+    """``text`` with no mark glyph, no rightward arrow and no head of ours left in it."""
+    if text.isascii():
+        if not _has_head(text):
+            return text
+        skeleton, where = text, list(range(len(text)))
+    else:
+        text = _GLYPH_VS.sub(r"\1", text).translate(_MARKS)
+        if not _has_head(text.translate(_FOLD)):
+            return text
+        skeleton, where = _skeleton(text)
+    edits: dict[int, str] = {}
+    for m in _HEAD.finditer(skeleton):
+        if m.group(3):  # `"adr" ADR-0009`: a word quoted is no head
+            first, last = where[m.start(3)], where[m.end(3) - 1]
+            edits[first], edits[last] = '"' + text[first], edits.get(last, text[last]) + '"'
+        elif m.group(4):
+            edits[where[m.start(4)]] = "-"
+        else:  # `note [team, CTO]`: the label in brackets, which the product never writes
+            at = where[m.start(1) if m.group(1) else m.start(2)]
+            edits[at] = "["
+            close = _CLOSE.search(text, at + 1, at + 200)
+            if close and text[close.start()] in ")）﹚⁾₎":
+                edits[close.start()] = "]"
+    return "".join(edits.get(i, ch) for i, ch in enumerate(text)) if edits else text
+
+
+def name_key(name: str) -> str:
+    """``name`` as two names are compared (case, spacing and look-alike letters aside)."""
+    return " ".join(_skeleton(inert(name, 4 * AUTHOR_CHARS))[0].casefold().split())
+
+
+# Authors that claim to be the reader: shown like the local user's own name.
+_YOU = frozenset({"you", "yourself", "me", "myself", "user", "the user", "local user"})
+AUTHOR_WITHHELD = "author withheld"
+AUTHOR_UNVERIFIED = "unverified"
+
+
+def _name_like(name: str) -> bool:
+    """One to :data:`AUTHOR_WORDS` words of letters (digits, ``.-'’_`` inside), in
+    :data:`AUTHOR_CHARS`: a name, and room for nothing else."""
+    words = name.split(" ")
+    if len(name) > AUTHOR_CHARS or not 1 <= len(words) <= AUTHOR_WORDS:
+        return False
+    return all(
+        w[:1].isalpha()
+        and all(c.isalnum() or c in ".-'’_" or unicodedata.category(c)[0] == "M" for c in w)
+        for w in words
+    )
+
+
+def shown_author(author: str, *, you: bool = False) -> str:
+    """A team note's author as every channel shows it: the name, inert; ``author
+    withheld`` for anything but a short name (a head, a mark, a sentence); quoted and
+    ``unverified`` when it is the local user's (``you``: the caller compared it, see
+    ingest/team.py ``is_local_user``) or claims the reader: front matter proves nothing."""
+    if not author.strip():
+        return ""
+    name = inert(author, 4 * AUTHOR_CHARS)
+    if not _name_like(name):
+        return AUTHOR_WITHHELD
+    if you or name_key(name) in _YOU:
+        return f'"{name}" {AUTHOR_UNVERIFIED}'
+    return name
+
+
+FUTURE_SLACK_DAYS = 1  # a record dated tomorrow is a time zone away, not the future
+
+
+def is_future(day: str, today: _dt.date | None = None) -> bool:
+    """Whether ``day`` (``YYYY-MM-DD…``) is after tomorrow: no record is written in the
+    future, and a date in 2099 would sort a note first for ever."""
+    if len(day) < DATE_CHARS or not day[:4].isdigit():
+        return False
+    limit = (today or _dt.date.today()) + _dt.timedelta(days=FUTURE_SLACK_DAYS)
+    return day[:DATE_CHARS] > limit.isoformat()
+
+
+def shown_day(value: str) -> str:
+    """A record's day as shown: inert, ``YYYY-MM-DD`` at most, '' when in the future."""
+    day = inert(value, ID_CHARS)[:DATE_CHARS]
+    return "" if is_future(day) else day
+
+
+def team_label(author: str = "", date: str = "", *, you: bool = False) -> str:
+    """A team note's mark, the same in every channel: ``(team, author, date)`` with
+    :func:`shown_author` and :func:`shown_day`; ``(team)`` alone for a suspect note
+    (its words are withheld)."""
+    return team_head(shown_author(author, you=you), shown_day(date))
+
+
+def team_head(author: str, day: str) -> str:
+    """``(team, author, day)`` from parts already shown (a `query --json` row's)."""
+    parts = [inert_mark(p, MARK_CHARS) for p in (author, day) if p]
     return f"({', '.join(['team', *parts])})"
 
 

@@ -54,6 +54,7 @@ from precedents.adr_graph.model import (
     label_for,
 )
 from precedents.adr_graph.resolve import Resolver
+from precedents.inert import ID_CHARS, inert
 
 # Base statuses of a record that was accepted at some point: only such a record
 # can replace another.
@@ -287,7 +288,8 @@ def _mark(d: Decision) -> str:
             elif t.kind == "external":
                 names.append("external")
             else:
-                names.append(t.label + _END_NOTE.get(d.end_status.get(t.id or "", LIVE), ""))
+                note = _END_NOTE.get(d.end_status.get(t.id or "", LIVE), "")
+                names.append(inert(t.label, ID_CHARS) + note)  # a label may not forge a mark
         head = "⚠️superseded" if d.status == SUPERSEDED else "△partially superseded"
         if names:
             more = " (another successor missing)" if missing else ""

@@ -23,7 +23,7 @@ Data flows one way: graph -> view -> CLI / MCP; the graph imports nothing from h
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +36,9 @@ from precedents.inert import (
     SUSPECT_MARK,
     TEXT_CHARS,
     inert,
+    inert_mark,
     inert_path,
+    is_future,
     path_words,
     suspect_reason,
 )
@@ -105,9 +107,10 @@ def line_label(label: str) -> str:
 
 
 def shown_date(date: str | None) -> str:
-    """A date column: the ISO date, or nothing (a ``Date:`` line may hold any text)."""
+    """A date column: the ISO date, or nothing (a ``Date:`` line may hold any text; a
+    date in the future is no record's: inert.is_future)."""
     found = _ISO_DATE.search(date or "")
-    return found.group(0) if found else ""
+    return found.group(0) if found and not is_future(found.group(0)) else ""
 
 
 class AdrView:
@@ -162,14 +165,14 @@ class AdrView:
         shown = self.ident(rec)
         return label_for(shown, rec.number) if shown == rec.id else shown
 
-    def _ours(self, text: str, limit: int) -> str:
+    def _ours(self, text: str, limit: int, render: Callable[[str, int], str] = inert) -> str:
         """A sentence of ours naming records: a hidden id's label replaced by its path."""
         # Only the records the sentence names are looked at (a mark names one or two).
         named = [r for r in self.graph.records.values() if r.label in text]
         hidden = [r for r in named if self.ident(r) == inert_path(r.path) != r.id]
         for rec in sorted(hidden, key=lambda r: -len(r.label)):
             text = text.replace(rec.label, inert_path(rec.path))
-        return inert(text, limit)
+        return render(text, limit)
 
     def message(self, text: str) -> str:
         """An error or a finding as one inert line; one that quotes text reading as
@@ -205,7 +208,8 @@ class AdrView:
 
     def mark(self, rec: AdrRecord) -> str:
         """``rec``'s mark: the graph's words and labels, inert ('' when live)."""
-        return self._ours(rec.mark, MARK_CHARS) if rec.mark else ""
+        # A mark's glyphs are ours; the labels it quotes are inert already (status.py).
+        return self._ours(rec.mark, MARK_CHARS, inert_mark) if rec.mark else ""
 
     # ------------------------------------------------------------------ records
 

@@ -14,10 +14,16 @@ break a chain at another one.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from precedents.adr_graph.graph import CONVENTIONAL_DIRS, find_adr_dirs, graph_of_contents
+from precedents.adr_graph.duplicates import duplicate_finding, duplicates
+from precedents.adr_graph.graph import (
+    CONVENTIONAL_DIRS,
+    AdrGraph,
+    find_adr_dirs,
+    graph_of_contents,
+)
 from precedents.adr_graph.view import AdrView
 from precedents.check.model import ADR, ERROR, WARNING, Finding
 from precedents.check.tree import Tree
@@ -62,17 +68,47 @@ def folder_of(path: str, folders: Sequence[str]) -> str | None:
     return max(inside, key=len) if inside else None
 
 
-def adr_findings(tree: Tree, folder: str) -> list[Finding]:
-    """`adr check`'s findings for the ADR folder ``folder`` (relative to the root), as
-    the commit has it; paths relative to the root."""
-    prefix = folder.rstrip("/") + "/" if folder not in ("", ".") else ""
+def _prefix(folder: str) -> str:
+    return folder.rstrip("/") + "/" if folder not in ("", ".") else ""
+
+
+def folder_graph(tree: Tree, folder: str) -> AdrGraph:
+    """The graph of the ADR folder ``folder`` (relative to the root) as the commit has it."""
+    prefix = _prefix(folder)
     names = [p for p in tree.files_under(prefix.rstrip("/")) if p.startswith(prefix)]
     contents = tree.read(names)
     blobs = {
         name[len(prefix) :]: data if isinstance(data, bytes) else None
         for name, data in contents.items()
     }
-    graph = graph_of_contents(tree.root / folder, blobs)
+    return graph_of_contents(tree.root / folder, blobs)
+
+
+def duplicate_id_findings(graphs: Mapping[str, AdrGraph], touched: Iterable[str]) -> list[Finding]:
+    """A warning on each record of a ``touched`` folder whose id a record of another of
+    ``graphs`` (folder relative to the root -> its graph) claims too, naming both paths
+    (adr_graph/duplicates.py: which folders share an id space)."""
+    claims: dict[str, str] = {}
+    for folder, graph in graphs.items():
+        for rec in graph.records.values():
+            claims.setdefault(_prefix(folder) + rec.path, rec.id)
+    found = duplicates(claims.items())
+    out = []
+    for folder in touched:
+        for rec in graphs[folder].sorted() if folder in graphs else []:
+            others = found.get(_prefix(folder) + rec.path)
+            if others:
+                f = duplicate_finding(rec.path, rec.label, others)
+                line = _status_line(rec.text)
+                out.append(Finding(_prefix(folder) + rec.path, line, WARNING, ADR, f.message))
+    return out
+
+
+def adr_findings(tree: Tree, folder: str, graph: AdrGraph | None = None) -> list[Finding]:
+    """`adr check`'s findings for the ADR folder ``folder`` (relative to the root), as
+    the commit has it; paths relative to the root."""
+    prefix = _prefix(folder)
+    graph = graph or folder_graph(tree, folder)
     view = AdrView(graph)
     out: list[Finding] = []
     for found in view.check(graph.check()):

@@ -14,6 +14,7 @@ SECRET: Final = "secret"
 ADR: Final = "adr"
 RULE: Final = "rule"
 DUPLICATE: Final = "duplicate"
+NOTE: Final = "note"  # a team note's author or date that is not shown as written
 INPUT: Final = "input"  # a file that could not be checked (unreadable, binary, too large)
 
 

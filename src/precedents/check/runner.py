@@ -26,10 +26,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from precedents.adr_graph.duplicates import shares_ids
 from precedents.adr_graph.graph import is_adr_file
-from precedents.check.adrs import adr_findings, adr_folders, folder_of, nested_folders
+from precedents.check.adrs import (
+    adr_findings,
+    adr_folders,
+    duplicate_id_findings,
+    folder_graph,
+    folder_of,
+    nested_folders,
+)
 from precedents.check.duplicates import duplicate_findings, is_note
 from precedents.check.model import ERROR, INPUT, WARNING, Finding, Report
+from precedents.check.notes import note_findings
 from precedents.check.rules import ScopeBudget, rule_findings
 from precedents.check.secrets import name_findings, text_findings
 from precedents.check.tree import Tree, expand, relative, repository_root, staged_changes
@@ -150,9 +159,20 @@ def _check(
             found += rule_findings(path, kind.placed, text, tracked, budget)
         if kind.name == "config":
             found += _config_findings(path, layout.root)
-    touched = {folder_of(p, layout.adr_folders) for p in [*kinds, *deleted]}
-    for folder in sorted(f for f in touched if f is not None):
-        found += adr_findings(tree, folder)
+        if kind.name == "note":
+            found += note_findings(path, text)
+    touched = sorted(
+        {f for f in (folder_of(p, layout.adr_folders) for p in [*kinds, *deleted]) if f is not None}
+    )
+    # The folders a touched one shares its ids with are read too: two claiming one id
+    # is a warning on the touched side (adr_graph/duplicates.py).
+    wanted = [
+        f for f in layout.adr_folders if f in touched or any(shares_ids(f, t) for t in touched)
+    ]
+    graphs = {f: folder_graph(tree, f) for f in wanted}
+    for folder in touched:
+        found += adr_findings(tree, folder, graphs[folder])
+    found += duplicate_id_findings(graphs, touched)
     staged_notes = [p for p, k in kinds.items() if k.name == "note"]
     if staged_notes:
         found += duplicate_findings(tree, layout.notes, staged_notes)

@@ -10,7 +10,7 @@ from precedents import api
 from precedents.cli.common import JsonOpt, ProjectOpt, add_commands, print_json
 from precedents.config import load_settings
 from precedents.errors import UsageError
-from precedents.inert import SUSPECT_MARK, decided_label, team_label
+from precedents.inert import DATE_CHARS, SUSPECT_MARK, decided_label, team_head
 
 if TYPE_CHECKING:
     from precedents.api import QueryResult
@@ -73,7 +73,7 @@ def _print_results(result: QueryResult, all_projects: bool) -> None:
         mark = r.get("mark") or ""
         kind = r["kind"]
         if r.get("team"):  # a team note: "note (team, author, date)", as the hook shows it
-            kind = f"{kind} {team_label(r.get('author') or '', r['date'])}"
+            kind = f"{kind} {team_head(r.get('author') or '', r['date'][:DATE_CHARS])}"
         if r.get("suspect"):  # its text reads as orders: the path only (docs/daemon.md)
             mark = f"{SUSPECT_MARK} {mark}".rstrip()
             label, desc = "", ""

@@ -11,7 +11,7 @@ from precedents import api
 from precedents.cli.common import JsonOpt, ProjectOpt, add_commands, print_json
 from precedents.config import load_settings
 from precedents.errors import UsageError
-from precedents.inert import SUSPECT_MARK, decided_label, inert, inert_path
+from precedents.inert import SUSPECT_MARK, decided_label, inert_mark, inert_path
 
 
 def why(
@@ -41,7 +41,7 @@ def why(
             # A suspect record was given as its path only: its text reads as orders.
             flag = f"  {SUSPECT_MARK} (shown as its path only)" if path in suspect else ""
             if path in team:  # a team note, with its author and date (logged inert)
-                flag = f"  note {inert(str(team[path]))}{flag}"
+                flag = f"  note {inert_mark(str(team[path]))}{flag}"
             if path in decided:  # a conversation: the exchange its decision was said in
                 flag = f"  {decided_label(str(decided[path]))}{flag}"
             late = "" if delivered or a.get("hook") is None else "  (never reached the agent)"

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from precedents.inert import inert
 from precedents.ingest import git_log
 from precedents.ingest.commits import Commit, CommitRead
 
@@ -66,8 +67,9 @@ class FileDecision:
 
 
 def later_line(later: LaterChange) -> str:
-    """``later changed by 3f2a1c9 "perf: simplify retry"`` (the subject is masked text)."""
-    subject = later.subject if len(later.subject) <= 72 else later.subject[:71] + "…"
+    """``later changed by 3f2a1c9 "perf: simplify retry"`` (the subject is masked text,
+    inert: it may not forge a mark of ours)."""
+    subject = inert(later.subject, 72)
     return f'later changed by {later.short} "{subject}"'
 
 

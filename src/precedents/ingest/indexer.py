@@ -28,6 +28,7 @@ from precedents.adr_graph import build_graph
 from precedents.config import Settings
 from precedents.errors import ModelError
 from precedents.files import NOT_UTF8_NAME, Refused, escaped, read_regular, undecodable
+from precedents.inert import DATE_CHARS, inert, is_future
 from precedents.ingest.chunking import (
     adr_summary,
     chunk_document,
@@ -430,6 +431,9 @@ class Indexer:
             warnings += scope.warnings
         else:
             scope = specific(named_scope(meta.body), self._trees.of(src.project))
+        if is_future(date):  # a date in 2099 would sort the record first for ever
+            warnings.append(f"date {inert(date, DATE_CHARS)} is in the future: not used")
+            date = ""
         for warning in warnings:
             report.problems.append(Problem(str(src.path), warning))
         chunks = chunk_document(name, description, meta.body)

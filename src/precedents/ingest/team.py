@@ -19,16 +19,19 @@ A team note is a note of the repository's project, stored with ``origin =
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import subprocess
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from precedents.errors import UsageError
 from precedents.files import read_regular
+from precedents.inert import name_key
 from precedents.kinds import git_root
 from precedents.secrets.mask import mask_secrets
 from precedents.text import iso_date, one_line
@@ -122,6 +125,37 @@ def author_of(root: Path) -> str:
         return one_line(getpass.getuser()) or "unknown"
     except (OSError, KeyError):  # no login name and no passwd entry (a container)
         return "unknown"
+
+
+def is_local_user(author: str, project: str) -> bool:
+    """Whether a team note's ``author`` is the name of the user on this machine (git's
+    ``user.name``, the local part of ``user.email``, the OS login), look-alike letters
+    and case aside: front matter proves nothing, so such a note is shown as
+    ``(team, "Alice" unverified, …)``, never as the user's own word."""
+    return bool(author.strip()) and name_key(author) in _local_names(project)
+
+
+@lru_cache(maxsize=64)
+def _local_names(project: str) -> frozenset[str]:
+    """The local user's names (:func:`precedents.inert.name_key`), read once per project
+    (a process that lives through a change of ``user.name`` keeps the old one)."""
+    names: set[str] = set()
+    try:
+        found = subprocess.run(
+            ["git", "-C", project or ".", "config", "--get-regexp", r"^user\.(name|email)$"],
+            capture_output=True,
+            text=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+        for line in found.stdout.splitlines() if found.returncode == 0 else []:
+            key, _, value = line.partition(" ")
+            names.add(value.partition("@")[0] if key == "user.email" else value)
+    except (OSError, subprocess.SubprocessError):
+        pass
+    with contextlib.suppress(OSError, KeyError):  # no login name, no passwd entry
+        names.add(getpass.getuser())
+    return frozenset(name_key(n) for n in names if n.strip())
 
 
 def team_fields(front: Mapping[str, Any], date: str) -> tuple[str, str]:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from precedents.inert import suspect_reason
+from precedents.inert import inert, suspect_reason
 from precedents.store.rows import DocumentRecord
 
 if TYPE_CHECKING:
@@ -60,10 +60,10 @@ class Amended:
     day: str  # YYYY-MM-DD the newest amendment was said
 
     def mark(self) -> str:
-        """``⚠️amended DAY → TITLE`` (the title is made inert by the line's renderer; one
+        """``⚠️amended DAY → TITLE`` (the title inert: it may not forge a mark of ours; one
         that reads as orders is not repeated: the later chat's own line is flagged)."""
         day = f" {self.day}" if self.day else ""
-        title = "a later conversation" if suspect_reason(self.by.name) else self.by.name
+        title = "a later conversation" if suspect_reason(self.by.name) else inert(self.by.name)
         return f"{AMENDED_MARK}{day} → {title}"
 
 

@@ -18,6 +18,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from precedents.adr_graph.duplicates import stored_duplicates
 from precedents.config import Settings
 from precedents.errors import StoreError
 from precedents.ingest.sources import project_keys, project_root
@@ -142,6 +143,7 @@ class Recall(HookAnswers):
             )
         self.marks.invalidate()  # an ADR may have changed with it
         self.marks.amendments = Amendments.of(snapshot)  # so may a chat's decision
+        self.marks.duplicates = stored_duplicates(snapshot.meta)  # an id two folders claim
         self._warm_multilingual()
 
     def _warm_multilingual(self) -> None:

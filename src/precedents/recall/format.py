@@ -38,7 +38,11 @@ and closed by its path. A record whose text reads as orders to the agent
     ⚠️suspect MARK adr (path)
 
 A team note's mark (:func:`precedents.inert.team_label`) is part of the head: it
-never shrinks, like an ADR's.
+never shrinks, like an ADR's. No field can imitate a head or a mark of ours
+(issue #28): :func:`~precedents.inert.inert` neutralises them in every field, the
+marks themselves go through :func:`~precedents.inert.inert_mark`, a team note's
+author is a short name (else ``author withheld``; the local user's name is
+``"…" unverified``) and a date in the future is shown as none.
 """
 
 from __future__ import annotations
@@ -49,8 +53,6 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from precedents.inert import (
-    AUTHOR_CHARS,
-    DATE_CHARS,
     ELLIPSIS,
     ID_CHARS,
     MARK_CHARS,
@@ -59,12 +61,17 @@ from precedents.inert import (
     TEXT_CHARS,
     cut,
     inert,
+    inert_mark,
     inert_path,
+    is_future,
     path_words,
+    shown_author,
+    shown_day,
     suspect_reason,
     team_label,
 )
 from precedents.ingest.commit_paths import commit_short
+from precedents.ingest.team import is_local_user
 from precedents.protocol import EVENT_PROMPT, HEADER, printed_bytes
 from precedents.recall.selection import Selection
 from precedents.store.rows import DocumentHit, DocumentRecord
@@ -118,14 +125,21 @@ def suspect_of(record: DocumentRecord) -> str:
 def team_mark(record: DocumentRecord) -> str:
     """A team note's mark as its line shows it: ``(team, author, date)``, or ``(team)``
     when the note is suspect (its own words are withheld)."""
-    return team_label() if suspect_of(record) else team_label(record.author, record.date)
+    return team_label() if suspect_of(record) else _team(record)
+
+
+def _team(record: DocumentRecord) -> str:
+    """``(team, author, date)`` of a note that is not suspect: an author who is the local
+    user (by name) is shown as unverified (ingest/team.py ``is_local_user``)."""
+    you = is_local_user(record.author, record.project)
+    return team_label(record.author, record.date, you=you)
 
 
 def line_parts(record: DocumentRecord, mark: str = "") -> LineParts:
     """The pieces of ``record``'s line; ``mark`` is its ADR mark ('' when live)."""
     # A control character in a file name shows as "?": the line stays one line.
     tail = f" ({inert_path(record.path)})"
-    mark = inert(mark, MARK_CHARS)
+    mark = inert_mark(mark, MARK_CHARS)  # ours: the record text it quotes is inert already
     if suspect_of(record):
         if mark.startswith(LATER_PREFIX):
             mark = ""  # the file hook's note on a commit, not a mark to keep
@@ -149,7 +163,7 @@ def line_parts(record: DocumentRecord, mark: str = "") -> LineParts:
     marked = f"{mark} " if mark else ""  # a record a later chat amended
     if record.kind == "conversation":
         # The day its decision was said, else the conversation's first day.
-        day = inert(record.decided_on or record.date, ID_CHARS)[:DATE_CHARS]
+        day = shown_day(record.decided_on or record.date)
         head = f"{marked}conversation  {day}".rstrip()
         # Only a stored passage shows (`decided` says where it was said): a store
         # written before issue #27 has no description worth showing for a chat.
@@ -160,7 +174,7 @@ def line_parts(record: DocumentRecord, mark: str = "") -> LineParts:
         title = cut(inert(record.name, TEXT_CHARS) or name, CONVERSATION_TITLE_CHARS)
         return LineParts(f"{head} {title}", " — ", passage, tail)
     # Not suspect (checked above): the whole mark, without reading the fields again.
-    kind = f"{record.kind} {team_label(record.author, record.date)}" if record.team else record.kind
+    kind = f"{record.kind} {_team(record)}" if record.team else record.kind
     return LineParts(f"{marked}{kind}  {name}", " — ", inert(record.description, TEXT_CHARS), tail)
 
 
@@ -169,7 +183,7 @@ def _commit_parts(record: DocumentRecord, mark: str, tail: str) -> LineParts:
     the path (ingest/commit_index.py); a ``later changed by`` mark (the file hook's)
     follows the path, an amended mark comes first as on every record."""
     short = inert(commit_short(record.path), ID_CHARS)
-    day = inert(record.date, ID_CHARS)[:DATE_CHARS]
+    day = shown_day(record.date)
     later = mark if mark.startswith(LATER_PREFIX) else ""
     marked = f"{mark} " if mark and not later else ""
     if later:
@@ -197,22 +211,29 @@ def record_json(hit: DocumentHit, mark: str | None = None) -> QueryRow:
         "path": inert_path(r.path),
         "name": "" if suspect else inert(r.name, NAME_CHARS),
         "description": "" if suspect else inert(r.description, TEXT_CHARS),
-        "date": inert(r.date, ID_CHARS),
+        "date": _day(r.date),
         "adr_id": "" if suspect else inert(r.adr_id, ID_CHARS),
         "score": round(hit.score, 4),
         "suspect": suspect,
         "team": r.team,
     }
     if r.team:
-        row["author"] = "" if suspect else inert(r.author, AUTHOR_CHARS)
+        you = is_local_user(r.author, r.project)
+        row["author"] = "" if suspect else shown_author(r.author, you=you)
     if r.kind == "commit":
         row["short"] = inert(commit_short(r.path), ID_CHARS)
     if r.decided:
         row["exchange"] = r.decided_exchange
-        row["decided"] = inert(r.decided_on, ID_CHARS)
+        row["decided"] = _day(r.decided_on)
     if mark is not None:
-        row["mark"] = inert(mark, MARK_CHARS)
+        row["mark"] = inert_mark(mark, MARK_CHARS)
     return row
+
+
+def _day(value: str) -> str:
+    """A stored date as JSON gives it: inert, '' when in the future (inert.is_future)."""
+    day = inert(value, ID_CHARS)
+    return "" if is_future(day) else day
 
 
 def fit_lines(

@@ -6,7 +6,9 @@ store changes, since the watcher re-indexes whenever an ADR file changes.
 
 When the graph cannot say (the graph fails, or the record is not in it), the
 mark is ``status unknown``: a record whose status is not known must never be
-shown as if it were current.
+shown as if it were current. Nor is a record whose id another ADR folder of its
+project claims too (adr_graph/duplicates.py): it gets ``⚠️duplicate id → also
+PATH`` after its own folder's mark.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from threading import Lock
 from typing import Any
 
 from precedents.adr_graph import build_graph
+from precedents.adr_graph.duplicates import duplicate_mark
 from precedents.recall.amendments import Amendments
 from precedents.secrets.mask import mask_secrets
 from precedents.store.rows import DocumentRecord
@@ -35,6 +38,8 @@ class AdrMarks:
         self._lock = Lock()
         # Records a later chat amended (recall/amendments.py): set with each snapshot.
         self.amendments = Amendments()
+        # ADR paths whose id another folder of the project claims: set with each snapshot.
+        self.duplicates: dict[str, list[str]] = {}
 
     def invalidate(self) -> None:
         """Forget every graph (the store changed: an ADR may have changed)."""
@@ -97,9 +102,17 @@ class AdrMarks:
         return self.adr_mark(record) or self.amendments.mark_for(record)
 
     def adr_mark(self, record: DocumentRecord) -> str:
-        """The SPEC §4 mark of an ADR record ('' when live, ``status unknown`` when unsure)."""
+        """The SPEC §4 mark of an ADR record ('' when live, ``status unknown`` when unsure),
+        and the duplicate mark when another folder of its project claims its id."""
         if record.kind != "adr":
             return ""
+        mark = self._graph_mark(record)
+        others = self.duplicates.get(record.path)
+        if not others:
+            return mark
+        return f"{mark}; {duplicate_mark(others)}" if mark else duplicate_mark(others)
+
+    def _graph_mark(self, record: DocumentRecord) -> str:
         path = Path(record.path)
         try:
             found = self._graph(path.parent).record_for_path(path)

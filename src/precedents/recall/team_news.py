@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from precedents.inert import shown_day
 from precedents.store.rows import DocumentRecord
 
 FILE = "team-seen.json"
@@ -58,7 +59,8 @@ class TeamSeen:
         if not isinstance(seen, dict):
             return TeamNews((), len(notes), True)
         changed = [r for path, (digest, r) in notes.items() if seen.get(path) != digest]
-        changed.sort(key=lambda r: (r.date, r.name, r.path), reverse=True)  # newest first
+        # Newest first; a date in the future counts as none (inert.shown_day).
+        changed.sort(key=lambda r: (shown_day(r.date), r.name, r.path), reverse=True)
         return TeamNews(tuple(changed), len(notes), False)
 
     def _read(self) -> dict[str, Any]:
