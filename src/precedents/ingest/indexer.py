@@ -72,7 +72,12 @@ EMBED_BATCH = 64
 #    deciding exchange its first chunk, `decided` says where it was said and its
 #    scope the files and code that exchange names; notes and ADRs get the code they
 #    name in their scope too (rules/symbols.py, issue #27).
-CHUNKER_VERSION = "7"
+# 8: a hostile repository (issue #28): front matter without aliases and within caps,
+#    dates after tomorrow refused, rule globs over a cap attached to nothing, and a
+#    note's or ADR's named paths kept only when specific (ingest/specific.py). A
+#    conversation's scope keeps what it was until the chat changes: re-reading every
+#    log would re-embed a heavy user's whole history for a refinement of the file hook.
+CHUNKER_VERSION = "8"
 # The kinds each version's change touched: a store read by an older parser re-reads
 # only those (version 4 left conversations as they were: a heavy user's logs are
 # most of the embedding work, and none of it would change).
@@ -84,6 +89,7 @@ CHANGED_KINDS: dict[int, frozenset[Kind]] = {
     5: frozenset(KINDS),
     6: frozenset({"note"}),
     7: frozenset({"conversation", "note", "adr"}),
+    8: _DOCUMENTS,
 }
 
 # Meta keys of a re-read in progress: the parser version, and when it began (files
