@@ -43,14 +43,17 @@ SRC = str(Path(__file__).resolve().parents[1] / "src")
 T = TypeVar("T")
 
 
-# Runs the CLI and writes its own peak RSS (KiB) last on stderr, whatever its exit.
+# Runs the CLI and writes its own peak RSS (KiB) last on stderr, whatever its exit. VmHWM,
+# not ru_maxrss: the latter keeps the forking parent's peak across exec (pytest's, over
+# a gigabyte late in the suite), VmHWM belongs to this process's own memory.
 MEASURED = (
-    "import resource, runpy, sys\n"
+    "import runpy, sys\n"
     "sys.argv = ['precedents', *sys.argv[1:]]\n"
     "try:\n"
     "    runpy.run_module('precedents.cli', run_name='__main__')\n"
     "finally:\n"
-    "    print('rss_kib', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+    "    hwm = [l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM:')]\n"
+    "    print('rss_kib', hwm[0], file=sys.stderr)\n"
 )
 
 

@@ -426,6 +426,18 @@ def adr_view(
     return AdrView(adr_graph(settings, folder, confined=confined))
 
 
+def adr_check(
+    settings: Settings, folder: str | Path | None = None
+) -> tuple[AdrView, list[dict[str, Any]]]:
+    """`adr check`: the view of ``folder`` (see :func:`adr_graph`) and its findings, the
+    ids another ADR folder of the repository claims too among them (adr_graph/duplicates.py)."""
+    from precedents.adr_graph.duplicates import folder_duplicates
+
+    view = adr_view(settings, folder)
+    others = folder_duplicates(view.graph, settings.adrs, lambda f: adr_graph(settings, f))
+    return view, view.check([*view.graph.check(), *others])
+
+
 def check(
     settings: Settings, files: Sequence[str] = (), *, all_files: bool = False
 ) -> dict[str, Any]:

@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from precedents import api
-from precedents.adr_graph import build_graph
-from precedents.adr_graph.duplicates import folder_duplicates
 from precedents.adr_graph.model import STATUSES
 from precedents.adr_graph.view import GUTTER, WITHHELD, line_label, shown_date
 from precedents.cli.common import JsonOpt, add_commands, print_json
@@ -178,10 +176,7 @@ def check_cmd(dir: DirOption = None, json_out: JsonOpt = False) -> None:
     """Cycles, dangling links, disagreements, cross-component replacements, missing
     statuses; ADRs whose text reads as orders to an agent; ids another ADR folder of the
     repository claims too. Exit 1 when any error is found (for CI)."""
-    settings = load_settings()
-    view = api.adr_view(settings, dir)
-    others = folder_duplicates(view.graph, settings.adrs, lambda f: build_graph(f))
-    findings = view.check([*view.graph.check(), *others])
+    view, findings = api.adr_check(load_settings(), dir)
     # The summary counts the very lines printed, by the severity each is printed with.
     errors = sum(f["severity"] == "error" for f in findings)
     warnings = sum(f["severity"] == "warning" for f in findings)
