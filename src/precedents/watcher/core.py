@@ -50,7 +50,7 @@ from precedents.secrets.mask import mask_secrets
 from precedents.secrets.names import shown_path
 from precedents.store import FileRecord, Store
 from precedents.watcher.debounce import Debouncer
-from precedents.watcher.embcache import CachedEmbedder
+from precedents.watcher.embcache import background_model
 from precedents.watcher.watches import (
     Watches,
     awaits,
@@ -191,7 +191,7 @@ class Watcher:
                 load = lambda: given  # noqa: E731
             # The model loads in the background right after start (see _preload).
             self._indexer = Indexer(
-                self.settings, self._store, lambda: CachedEmbedder(load()), self._writer
+                self.settings, self._store, lambda: background_model(load), self._writer
             )
             self._watches.start()
             self._sync_watches()
