@@ -6,7 +6,7 @@ behaviour, not speed (bench/big_pull.py measures 5,000 notes):
 
 - every pulled note becomes searchable, and the notes land in several commits
   while the pull is indexed (a reader sees them arrive batch by batch, not all
-  at the end);
+  at the end); the pull is applied in groups of files, not as one batch;
 - the threads that embed run at background priority (Linux: a waking hook is
   scheduled ahead of them), and the caller's own thread keeps its priority;
 - a batch's memory goes back after it (the model keeps no arena of its largest
@@ -32,6 +32,7 @@ from precedents.ingest.sources import Sources
 from precedents.recall.exported import Exporter
 from precedents.store import Store
 from precedents.watcher import Watcher, WatchTiming
+from precedents.watcher.batches import APPLY_FILES
 from tests.team_repos import git, team_repos
 
 NOTES = 300
@@ -88,6 +89,7 @@ def test_a_pull_of_300_notes_lands_in_batches_at_background_priority(
             return [p for p, f in reader.files().items() if f.kind == "note"]
 
         assert len(notes()) == 1
+        batches = watcher.stats.batches
 
         for i in range(NOTES):
             (folder / f"note-{i:03d}.md").write_text(note(i), encoding="utf-8")
@@ -106,6 +108,13 @@ def test_a_pull_of_300_notes_lands_in_batches_at_background_priority(
             if LINUX and worker.native_id is not None:
                 niced.add(nice_of(worker.native_id))
             time.sleep(0.2)
+        # The pull, due at once, was applied in groups (watcher/batches.py), each its
+        # own hold of the writer lock.
+        groups = -(-NOTES // APPLY_FILES)
+        deadline = time.monotonic() + 30
+        while watcher.stats.batches - batches < groups and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert watcher.stats.batches - batches >= groups
 
     assert len([p for p in indexed if "/note-" in p]) == NOTES
     # Searchable batch by batch: a reader saw the count grow in several steps.
