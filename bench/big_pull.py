@@ -44,6 +44,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -98,10 +100,11 @@ def make_notes(n: int, seed: int) -> list[tuple[str, str, str]]:
         title = " ".join(words[: rng.randint(4, 8)]).strip(".,:;") + f" ({codename(i)})"
         first = re.split(r"(?<=[.!?])\s", body, maxsplit=1)[0][:200]
         day = f"2026-{rng.randint(1, 11):02d}-{rng.randint(1, 28):02d}"
-        front = (
-            f"---\nname: {json.dumps(title)}\ndescription: {json.dumps(first)}\n"
-            f"author: {rng.choice(AUTHORS)}\ncreated: {day}\n---\n"
-        )
+        # As `remember --team` writes it (yaml.safe_dump): an emoji stays one character.
+        meta = {"name": title, "description": first, "author": rng.choice(AUTHORS)}
+        meta["created"] = day
+        dumped = yaml.safe_dump(meta, allow_unicode=True, sort_keys=False, width=1000)
+        front = f"---\n{dumped}---\n"
         # The query that finds it: its first chunk's text (a near-exact vector match).
         query = f"{title}\n{first}\n{body}"[:700]
         notes.append((f"note-{i:05d}.md", front + body + "\n", query))

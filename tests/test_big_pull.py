@@ -217,3 +217,37 @@ def test_the_daemons_refresh_exports_run_at_background_priority(tmp_path: Path) 
         assert exporter.run() is None  # no index there: the child says so and exits
     assert priorities[0] == os.getpriority(os.PRIO_PROCESS, 0)
     assert priorities[1] >= BACKGROUND_NICE
+
+
+@pytest.mark.slow
+def test_the_stores_lancedb_caches_stay_bounded_over_many_commits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A writer commits for hours: LanceDB's caches keep an entry per version, 26 MiB
+    per ~1,200 commits by default; the stores' shared session caps them."""
+    import lancedb
+    import numpy as np
+
+    from precedents.store import DocumentRecord, FileRecord
+    from precedents.store.session import CACHE_BYTES, session
+
+    def commits(store: Store, n: int) -> None:
+        rng = np.random.default_rng(7)
+        for i in range(n):
+            path = f"/n/{i}.md"
+            vectors = rng.standard_normal((3, 384)).astype(np.float32)
+            file = FileRecord(path, "note", "/p", f"{i:064x}", 100, 3, time.time())
+            doc = DocumentRecord("note", "/p", path, f"note {i}", "about it")
+            store.replace_documents([(file, doc, ["a" * 600, "b" * 600, "c" * 600], vectors)])
+            store.maybe_compact()
+
+    commits(Store(tmp_path / "ours", "m", 384), 400)
+    assert 0 < session().size_bytes <= CACHE_BYTES
+
+    default = lancedb.Session()  # what LanceDB gives a connection that names none
+    original = lancedb.connect
+    monkeypatch.setattr(
+        lancedb, "connect", lambda *a, **k: original(*a, **{**k, "session": default})
+    )
+    commits(Store(tmp_path / "default", "m", 384), 400)
+    assert default.size_bytes > CACHE_BYTES  # the cap is what keeps ours small
