@@ -134,11 +134,17 @@ def memory(pid: int) -> dict[str, float]:
 
 
 def children(pid: int) -> list[int]:
-    try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    except OSError:
-        return []
-    return [int(p) for p in text.split()]
+    """The processes whose parent is ``pid`` (the daemon's export child)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(entry.name))
+    return out
 
 
 class Sampler(threading.Thread):
@@ -368,6 +374,8 @@ def main() -> int:
             "daemon RSS before MiB": before["daemon"].get("VmRSS"),
             "daemon RSS peak (sampled) MiB": sampler.peak["daemon"],
             "daemon RSS peak MiB": memory(daemon.pid).get("VmHWM"),
+            # Another process may have stopped it (the hook then starts a new one).
+            "daemon restarted during the run": ask(home, {"op": "ping"}).get("pid") != daemon.pid,
             "export child RSS peak (sampled) MiB": sampler.peak["export child"],
             "prompt hook idle ms": stats(idle.samples["prompt"]),
             "stub hook idle ms": stats(idle.samples["stub"]),

@@ -48,11 +48,11 @@ from precedents.ingest.sources import (
 from precedents.models.embedding import Embedder
 from precedents.secrets.mask import mask_secrets
 from precedents.secrets.names import shown_path
-from precedents.store import FileRecord, Store
+from precedents.store import FileRecord, LazyStore, Store
 from precedents.watcher.batches import groups
 from precedents.watcher.batches import listing as _listing
 from precedents.watcher.debounce import Debouncer
-from precedents.watcher.embcache import background_model
+from precedents.watcher.embcache import background_model, in_background
 from precedents.watcher.watches import (
     Watches,
     awaits,
@@ -173,7 +173,9 @@ class Watcher:
             )
         try:
             if self._store is None:
-                lazy = lazy_store(self.settings)
+                # A new store needs the model now: it loads at background priority too.
+                inner = lazy_store(self.settings)
+                lazy = LazyStore(inner.index_dir, inner.model_id, in_background(inner.model))
                 with self._writer.held():  # opening may create or rebuild the store
                     self._store = lazy.open()
                 load: Callable[[], Embedder] = lazy.model

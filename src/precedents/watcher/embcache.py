@@ -16,6 +16,7 @@ freed goes back to the system before the next (:mod:`precedents.ingest.backgroun
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 
@@ -25,6 +26,31 @@ from precedents.ingest.background import lower_priority, release_memory
 from precedents.models.embedding import Embedder, Vectors
 
 DEFAULT_ENTRIES = 4096  # 6 MB of 384-d vectors, 16 MB at 1024-d
+
+
+def in_background(load: Callable[[], Embedder]) -> Callable[[], Embedder]:
+    """``load``, run in a thread of its own at background priority when called: the
+    model a new store needs at once (its dimension) must not be loaded by the caller's
+    thread, which keeps its priority, nor leave its compute threads at normal priority."""
+
+    def run() -> Embedder:
+        out: list[Embedder | BaseException] = []
+
+        def target() -> None:
+            lower_priority()
+            try:
+                out.append(load())
+            except BaseException as exc:  # handed to the caller, raised there
+                out.append(exc)
+
+        thread = threading.Thread(target=target, name="model-load")
+        thread.start()
+        thread.join()
+        if isinstance(out[0], BaseException):
+            raise out[0]
+        return out[0]
+
+    return run
 
 
 def background_model(load: Callable[[], Embedder]) -> CachedEmbedder:
