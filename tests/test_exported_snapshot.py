@@ -22,7 +22,7 @@ import pytest
 from precedents import protocol
 from precedents.errors import ModelMismatch, StoreError
 from precedents.recall.core import Recall
-from precedents.recall.exported import ExportedVectors, Exporter
+from precedents.recall.exported import SPACING, ExportedVectors, Exporter
 from precedents.recall.vectors import VectorSnapshot
 from precedents.store import DocumentRecord, FileRecord, Store, snapshot_file
 from precedents.store.snapshot_file import Exported, SnapshotFileError
@@ -182,10 +182,11 @@ def test_exported_mode_reports_a_model_mismatch(
         assert isinstance(recall.source, ExportedVectors)
         exporter = recall.source.exporter
         exports = exporter.exports
-        time.sleep(0.6)
+        exporter._finished -= 60  # long past the spacing after the last export
         assert not recall.refresh()  # the mismatched store is not exported again ...
         assert exporter.exports == exports
         _add(store, "/n/b.md", ["beta"], fake_embedder, "p")
+        exporter._finished -= 60
         assert not recall.refresh()  # ... until it changes (then it is checked again)
         assert exporter.exports == exports + 1
     finally:
@@ -197,8 +198,10 @@ def test_exports_are_spaced_while_the_store_keeps_changing(tmp_path: Path) -> No
     assert not exporter.due(None)  # no store: nothing to export
     assert exporter.due("v1")  # never exported: at once
     exporter._finished, exporter._last_s = time.monotonic(), 2.0
-    assert not exporter.due("v2")  # a 2 s export: the next waits 2 s
-    exporter._finished -= 2.1
+    assert not exporter.due("v2")  # a 2 s export: the next waits SPACING x 2 s
+    exporter._finished -= SPACING * 2.0 - 0.5
+    assert not exporter.due("v2")
+    exporter._finished -= 0.6
     assert exporter.due("v2")
     assert exporter.run() is None  # the child finds no index ...
     assert not exporter.due(exporter._tried)  # ... and is not asked again until it changes

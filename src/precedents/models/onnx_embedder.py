@@ -290,6 +290,11 @@ class OnnxEmbedder:
             # agent's builds, ten hooks at once): torch's measured 250-800 ms
             # spikes came from that. Idle threads sleep instead.
             opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            # No memory arena: the arena keeps the largest batch's tensors for the
+            # session's life (+108 MiB after 64 passages of 700 characters, issue
+            # #28), and the watcher and the daemon live for hours. Freed tensors go
+            # back to the heap, whose pages the indexer returns between batches.
+            opts.enable_cpu_mem_arena = False
             opts.log_severity_level = 3
             self._session = ort.InferenceSession(
                 str(self.path), opts, providers=["CPUExecutionProvider"]

@@ -7,16 +7,21 @@ vectors to one file, the daemon reads it with numpy, and the child's memory
 goes back to the system. In-process callers (eval, `query` without a daemon,
 MCP) keep reading the store directly: they are short-lived.
 
-While the watcher commits in bulk (a first index), exports are spaced: after
-one that took *t* seconds the next starts no sooner than *t* seconds later,
-so they take at most half of one core; a single save is exported at the next
-refresh tick. Questions are answered from the last snapshot meanwhile.
+While the watcher commits in bulk (a first index, a pull of thousands of team
+notes), exports are spaced: after one that took *t* seconds the next starts no
+sooner than ``SPACING`` x *t* seconds later, so they take at most a third of
+one core, and every export after the daemon's first runs at background
+priority (``BACKGROUND_NICE``): it never delays the hook's own process, and
+the watcher's embedding keeps the cycles it would have lost (issue #28). A
+single save is still exported at the next refresh tick. Questions are answered
+from the last snapshot meanwhile.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import subprocess
 import sys
 import time
@@ -26,6 +31,7 @@ from typing import Any
 
 from precedents.config import Settings
 from precedents.errors import ModelMismatch, StoreError
+from precedents.ingest.background import BACKGROUND_NICE
 from precedents.recall.source import Model, open_reader
 from precedents.recall.vectors import VectorSnapshot
 from precedents.store import snapshot_file
@@ -36,7 +42,7 @@ log = logging.getLogger("precedents.daemon")  # this source is the daemon's alon
 
 SNAPSHOT_FILE = "snapshot.npz"  # in the state's cache folder
 
-SPACING = 1.0  # minimum gap between exports, as a multiple of the last one's duration
+SPACING = 2.0  # minimum gap between exports, as a multiple of the last one's duration
 MIN_GAP_S = 0.25
 EXPORT_TIMEOUT_S = 300.0
 MAX_BACKOFF_S = 60.0
@@ -70,6 +76,12 @@ class Exporter:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
+        if self.exports:
+            # A refresh, not the start-up export a first prompt may wait for: it yields
+            # the CPU to the hook (set from here: a child that niced itself would run
+            # its first instants at full priority).
+            with contextlib.suppress(OSError, AttributeError):  # AttributeError: Windows
+                os.setpriority(os.PRIO_PROCESS, self._child.pid, BACKGROUND_NICE)
 
     def due(self, stamp: str | None) -> bool:
         """Whether the store at ``stamp`` should be exported now (not too soon after the

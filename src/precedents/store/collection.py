@@ -55,6 +55,7 @@ from precedents.store.schema import (
     rows_and_matrix,
     scope_rows,
 )
+from precedents.store.session import session
 from precedents.store.summary import DOCUMENT_COLUMNS, DOCUMENT_ROWS
 
 log = logging.getLogger("precedents.store")
@@ -123,7 +124,7 @@ class Store:
         ensure_private_dir(path)
         interval = timedelta(0) if reader else None
         try:
-            self._db = lancedb.connect(path, read_consistency_interval=interval)
+            self._db = lancedb.connect(path, read_consistency_interval=interval, session=session())
             self._chunks = self._open_or_create(CHUNKS, chunks_schema(dimension))
             self._files = self._open_or_create(FILES, FILES_SCHEMA)
             self._meta = self._open_or_create(META, META_SCHEMA)

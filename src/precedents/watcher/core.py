@@ -49,9 +49,11 @@ from precedents.ingest.sources import (
 from precedents.models.embedding import Embedder
 from precedents.secrets.mask import mask_secrets
 from precedents.secrets.names import shown_path
-from precedents.store import FileRecord, Store
+from precedents.store import FileRecord, LazyStore, Store
+from precedents.watcher.batches import groups
+from precedents.watcher.batches import listing as _listing
 from precedents.watcher.debounce import Debouncer
-from precedents.watcher.embcache import CachedEmbedder
+from precedents.watcher.embcache import background_model, in_background
 from precedents.watcher.watches import (
     Watches,
     awaits,
@@ -68,7 +70,6 @@ log = logging.getLogger("precedents.watcher")
 ROLE = "watcher"  # its claim: run/watcher.lock and run/watcher.pid
 _REDISCOVER: tuple[str, str] = ("rediscover", "")
 _MAX_BACKOFF_S = 60.0
-_LOGGED_PATHS = 5
 
 
 class WatcherRunning(UsageError):
@@ -103,14 +104,6 @@ class _Interrupted(Exception):
 
 class _AllFailed(Exception):
     """Every file of a batch failed (each already logged): time to back off."""
-
-
-def _listing(label: str, paths: Sequence[str]) -> str:
-    if not paths:
-        return ""
-    more = f" and {len(paths) - _LOGGED_PATHS} more" if len(paths) > _LOGGED_PATHS else ""
-    # A path that carries a secret is logged masked (it is never indexed either).
-    return f"{label}: {', '.join(shown_path(p) for p in paths[:_LOGGED_PATHS])}{more}"
 
 
 class Watcher:
@@ -182,7 +175,9 @@ class Watcher:
             )
         try:
             if self._store is None:
-                lazy = lazy_store(self.settings)
+                # A new store needs the model now: it loads at background priority too.
+                inner = lazy_store(self.settings)
+                lazy = LazyStore(inner.index_dir, inner.model_id, in_background(inner.model))
                 with self._writer.held():  # opening may create or rebuild the store
                     self._store = lazy.open()
                 load: Callable[[], Embedder] = lazy.model
@@ -193,7 +188,7 @@ class Watcher:
                 load = lambda: given  # noqa: E731
             # The model loads in the background right after start (see _preload).
             self._indexer = Indexer(
-                self.settings, self._store, lambda: CachedEmbedder(load()), self._writer
+                self.settings, self._store, lambda: background_model(load), self._writer
             )
             self._watches.start()
             self._sync_watches()
@@ -473,20 +468,24 @@ class Watcher:
                 paths.add(key[1])
         for folder in dirs:
             paths |= self._files_under(folder)
-        if not paths:
-            return
+        # A pull of thousands of files: applied a group at a time (watcher/batches.py).
+        if paths and all([self._apply_group(group) for group in groups(sorted(paths))]):
+            raise _AllFailed
+
+    def _apply_group(self, paths: list[str]) -> bool:
+        """Apply one group of paths; True when every one of them failed (each logged)."""
         try:
-            self._apply(sorted(paths))
+            self._apply(paths)
         except _Interrupted:
             raise
         except Exception as exc:
             if len(paths) == 1:
-                self._failed(next(iter(paths)), exc)
-                raise _AllFailed from None
+                self._failed(paths[0], exc)
+                return True
             # One bad file must not cost the others their update: isolate it.
             log.warning("a batch of %d files failed; retrying them one by one", len(paths))
             failed = 0
-            for path in sorted(paths):
+            for path in paths:
                 try:
                     self._apply([path])
                 except _Interrupted:
@@ -494,8 +493,8 @@ class Watcher:
                 except Exception as one:
                     self._failed(path, one)
                     failed += 1
-            if failed == len(paths):
-                raise _AllFailed from None
+            return failed == len(paths)
+        return False
 
     def _files_under(self, folder: str) -> set[str]:
         assert self._store is not None

@@ -6,19 +6,58 @@ Without this cache every append would re-embed every chunk of the session;
 with it only chunks whose text is new are embedded. The cached vector is the
 one the same model gave for the same text, so the rows are the same as a
 whole re-read's.
+
+It is also where the watcher's embedding becomes background work (issue #28:
+5,000 team notes in one pull keep it embedding for minutes): the model loads,
+and every batch is embedded, at a lower CPU priority, and the memory a batch
+freed goes back to the system before the next (:mod:`precedents.ingest.background`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from precedents.ingest.background import lower_priority, release_memory
 from precedents.models.embedding import Embedder, Vectors
 
 DEFAULT_ENTRIES = 4096  # 6 MB of 384-d vectors, 16 MB at 1024-d
+
+
+def in_background(load: Callable[[], Embedder]) -> Callable[[], Embedder]:
+    """``load``, run in a thread of its own at background priority when called: the
+    model a new store needs at once (its dimension) must not be loaded by the caller's
+    thread, which keeps its priority, nor leave its compute threads at normal priority."""
+
+    def run() -> Embedder:
+        out: list[Embedder | BaseException] = []
+
+        def target() -> None:
+            lower_priority()
+            try:
+                out.append(load())
+            except BaseException as exc:  # handed to the caller, raised there
+                out.append(exc)
+
+        thread = threading.Thread(target=target, name="model-load")
+        thread.start()
+        thread.join()
+        if isinstance(out[0], BaseException):
+            raise out[0]
+        return out[0]
+
+    return run
+
+
+def background_model(load: Callable[[], Embedder]) -> CachedEmbedder:
+    """The watcher's model, loaded at background priority: ONNX Runtime creates its
+    compute threads while it loads, and they inherit the loading thread's."""
+    lower_priority()
+    return CachedEmbedder(load())
 
 
 class CachedEmbedder:
@@ -41,7 +80,14 @@ class CachedEmbedder:
         return self.inner.encode_queries(texts)
 
     def encode_passages(self, texts: Sequence[str]) -> Vectors:
-        """Vectors for ``texts``, from the cache where possible, in order."""
+        """Vectors for ``texts``, from the cache where possible, in order.
+
+        The calling thread (the watcher's worker, which computes alongside the
+        model's threads) runs at background priority from its first batch on, and
+        what the previous batch freed (its texts, tokens, Arrow buffers) is handed
+        back to the system first."""
+        lower_priority()
+        release_memory()
         keys = [hashlib.blake2b(t.encode("utf-8"), digest_size=16).digest() for t in texts]
         missing: dict[bytes, str] = {}
         for key, text in zip(keys, texts, strict=True):
