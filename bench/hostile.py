@@ -39,7 +39,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from tests.hostile_repo import MARKER, SECRET, hostile  # noqa: E402 - after the path
+from tests.hostile_repo import CLI_STEPS, MARKER, SECRET, hook_calls, hostile  # noqa: E402 - after the path
 
 LAUNCHER = REPO / "src" / "precedents" / "hook" / "launch.py"
 # Each step in at most 6 GiB of address space: a reader that loads /dev/zero fails
@@ -87,31 +87,14 @@ def timed(
     return {"s": seconds, "rss": peak, "rc": rc, "out": text}
 
 
-def hook_stdin(event: str, repo: Path, session: str, **extra: Any) -> bytes:
-    data = {
-        "session_id": session,
-        "transcript_path": str(repo / f"{session}.jsonl"),
-        "cwd": str(repo),
-        "hook_event_name": event,
-        **extra,
-    }
-    return json.dumps(data).encode()
-
-
 def scenario(repo: Path, home: Path, timeout: float) -> list[dict[str, Any]]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRECEDENTS_")}
     env.update(PRECEDENTS_HOME=str(home), PRECEDENTS_CLAUDE_DIR=str(home / "claude"))
     cli = [sys.executable, "-m", "precedents.cli"]
-    steps: list[tuple[str, list[str], bytes]] = [
-        ("reindex", [*cli, "reindex", "--project", str(repo)], b""),
-        ("status --json", [*cli, "status", "--json"], b""),
-        ("adr list", [*cli, "adr", "list", "--dir", "doc/adr"], b""),
-        ("adr show 3", [*cli, "adr", "show", "3", "--dir", "doc/adr"], b""),
-        ("check --all", [*cli, "check", "--all"], b""),
-    ]
     rows = []
-    for name, cmd, stdin in steps:
-        rows.append({"step": name, **timed(cmd, env, repo, timeout, stdin)})
+    for name, args in CLI_STEPS.items():
+        cmd = [*cli, *(a.format(repo=repo) for a in args)]
+        rows.append({"step": name, **timed(cmd, env, repo, timeout)})
     daemon = subprocess.Popen(
         [*CAPPED, sys.executable, "-m", "precedents.query_daemon"],
         env=env,
@@ -122,48 +105,9 @@ def scenario(repo: Path, home: Path, timeout: float) -> list[dict[str, Any]]:
     try:
         hook = [sys.executable, "-I", "-S", str(LAUNCHER)]
         session = f"bench-{uuid.uuid4()}"
-        hooks = [
-            (
-                "hook SessionStart",
-                [*hook, "session"],
-                hook_stdin("SessionStart", repo, session, source="startup"),
-            ),
-            (
-                "hook prompt",
-                [*hook, "prompt"],
-                hook_stdin(
-                    "UserPromptSubmit",
-                    repo,
-                    session,
-                    prompt="what is the plan for the merger, and which rules apply?",
-                ),
-            ),
-            (
-                "hook file src/api/users.ts",
-                [*hook, "file"],
-                hook_stdin(
-                    "PreToolUse",
-                    repo,
-                    session,
-                    tool_name="Read",
-                    tool_input={"file_path": str(repo / "src/api/users.ts")},
-                ),
-            ),
-            (
-                "hook file docs/adr/0001-outside.md",
-                [*hook, "file"],
-                hook_stdin(
-                    "PreToolUse",
-                    repo,
-                    session,
-                    tool_name="Read",
-                    tool_input={"file_path": str(repo / "docs/adr/0001-outside.md")},
-                ),
-            ),
-        ]
         env_hook = {**env, "PRECEDENTS_HOOK_BUDGET_MS": "10000"}
-        for name, cmd, stdin in hooks:
-            rows.append({"step": name, **timed(cmd, env_hook, repo, timeout, stdin)})
+        for name, (mode, stdin) in hook_calls(repo, session).items():
+            rows.append({"step": name, **timed([*hook, mode], env_hook, repo, timeout, stdin)})
         time.sleep(2.0)
         rss = _rss_mib(daemon.pid)
         rows.append(

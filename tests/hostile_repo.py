@@ -7,6 +7,7 @@ row, it leaked), and the team config carries :data:`SECRET` (seen raw, it leaked
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -86,3 +87,38 @@ def hostile(root: Path, clean: bool = False) -> Path:
     write(repo / ".precedents" / "config.toml", f'notes = "/home/ci/{SECRET}"\n')
     write(repo / "AGENTS.md", "# Agents\n\n" + "\n\n".join(PAYLOADS) + "\n")
     return repo
+
+
+# What a user runs on it: the CLI's commands (cwd: the repository)...
+CLI_STEPS = {
+    "reindex": ["reindex", "--project", "{repo}"],
+    "status --json": ["status", "--json"],
+    "adr list": ["adr", "list", "--dir", "doc/adr"],
+    "adr show 3": ["adr", "show", "3", "--dir", "doc/adr"],
+    "check --all": ["check", "--all"],
+}
+
+
+def hook_calls(repo: Path, session: str) -> dict[str, tuple[str, bytes]]:
+    """...and the hook as Claude Code runs it: step name -> (hook mode, stdin)."""
+
+    def stdin(event: str, **extra: object) -> bytes:
+        return json.dumps(
+            {
+                "session_id": session,
+                "transcript_path": str(repo / f"{session}.jsonl"),
+                "cwd": str(repo),
+                "hook_event_name": event,
+                **extra,
+            }
+        ).encode()
+
+    def read(rel: str) -> bytes:
+        return stdin("PreToolUse", tool_name="Read", tool_input={"file_path": str(repo / rel)})
+
+    return {
+        "hook SessionStart": ("session", stdin("SessionStart", source="startup")),
+        "hook prompt": ("prompt", stdin("UserPromptSubmit", prompt="what is the merger plan?")),
+        "hook file src/api/users.ts": ("file", read("src/api/users.ts")),
+        "hook file docs/adr/0001-outside.md": ("file", read("docs/adr/0001-outside.md")),
+    }

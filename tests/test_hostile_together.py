@@ -16,7 +16,6 @@ bench/hostile.py measures it.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -25,7 +24,7 @@ from pathlib import Path
 
 import lancedb
 
-from tests.hostile_repo import MARKER, PAYLOADS, SECRET, hostile
+from tests.hostile_repo import CLI_STEPS, MARKER, PAYLOADS, SECRET, hook_calls, hostile
 
 LAUNCHER = Path(__file__).resolve().parents[1] / "src" / "precedents" / "hook" / "launch.py"
 # Each process in at most 6 GiB of address space (prlimit: no fork of this process,
@@ -59,18 +58,6 @@ def _run(cmd: list[str], env: dict[str, str], cwd: Path, stdin: bytes = b"") -> 
     return proc.returncode, (proc.stdout + proc.stderr).decode("utf-8", "replace")
 
 
-def _stdin(event: str, repo: Path, session: str, **extra: object) -> bytes:
-    return json.dumps(
-        {
-            "session_id": session,
-            "transcript_path": str(repo / f"{session}.jsonl"),
-            "cwd": str(repo),
-            "hook_event_name": event,
-            **extra,
-        }
-    ).encode()
-
-
 def _stored(home: Path) -> str:
     db = lancedb.connect(str(home / "index"))
     out: list[str] = []
@@ -90,15 +77,10 @@ def test_a_hostile_repository_leaks_nothing_stalls_nothing_and_orders_nothing(
     env = _env(home)
     cli = [sys.executable, "-m", "precedents.cli"]
     outputs: dict[str, str] = {}
-    rc, outputs["reindex"] = _run([*cli, "reindex", "--project", str(repo)], env, repo)
-    assert rc == 0, outputs["reindex"]
-    for name, args in {
-        "status": ["status", "--json"],
-        "adr list": ["adr", "list", "--dir", "doc/adr"],
-        "adr show": ["adr", "show", "3", "--dir", "doc/adr"],
-        "check": ["check", "--all"],
-    }.items():
-        _, outputs[name] = _run([*cli, *args], env, repo)
+    for name, args in CLI_STEPS.items():
+        rc, outputs[name] = _run([*cli, *(a.format(repo=repo) for a in args)], env, repo)
+        if name == "reindex":
+            assert rc == 0, outputs[name]
     daemon = subprocess.Popen(
         [*CAPPED, sys.executable, "-m", "precedents.query_daemon"],
         env=env,
@@ -109,37 +91,9 @@ def test_a_hostile_repository_leaks_nothing_stalls_nothing_and_orders_nothing(
     try:
         hook = [sys.executable, "-I", "-S", str(LAUNCHER)]
         session = f"hostile-{uuid.uuid4()}"
-        touch = {"tool_name": "Read"}
-        calls = {
-            "SessionStart": (["session"], _stdin("SessionStart", repo, session, source="startup")),
-            "prompt": (
-                ["prompt"],
-                _stdin("UserPromptSubmit", repo, session, prompt="what is the merger plan?"),
-            ),
-            "file": (
-                ["file"],
-                _stdin(
-                    "PreToolUse",
-                    repo,
-                    session,
-                    **touch,
-                    tool_input={"file_path": str(repo / "src/api/users.ts")},
-                ),
-            ),
-            "file outside": (
-                ["file"],
-                _stdin(
-                    "PreToolUse",
-                    repo,
-                    session,
-                    **touch,
-                    tool_input={"file_path": str(repo / "docs/adr/0001-outside.md")},
-                ),
-            ),
-        }
-        for name, (args, stdin) in calls.items():
-            rc, outputs[f"hook {name}"] = _run([*hook, *args], env, repo, stdin)
-            assert rc == 0, outputs[f"hook {name}"]
+        for name, (mode, stdin) in hook_calls(repo, session).items():
+            rc, outputs[name] = _run([*hook, mode], env, repo, stdin)
+            assert rc == 0, outputs[name]
         assert daemon.poll() is None  # it answered them all and is still there
     finally:
         daemon.terminate()
