@@ -24,6 +24,7 @@ from pathlib import Path
 
 import lancedb
 
+from tests.conftest_daemon import wait_ready
 from tests.hostile_repo import CLI_STEPS, MARKER, PAYLOADS, SECRET, hook_calls, hostile
 
 LAUNCHER = Path(__file__).resolve().parents[1] / "src" / "precedents" / "hook" / "launch.py"
@@ -89,6 +90,9 @@ def test_a_hostile_repository_leaks_nothing_stalls_nothing_and_orders_nothing(
         stderr=subprocess.DEVNULL,
     )
     try:
+        # Ready before the first hook: one still loading would have the hook start a
+        # second daemon, and this one would leave the socket to it.
+        wait_ready(home, daemon)
         hook = [sys.executable, "-I", "-S", str(LAUNCHER)]
         session = f"hostile-{uuid.uuid4()}"
         for name, (mode, stdin) in hook_calls(repo, session).items():
