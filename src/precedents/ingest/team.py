@@ -23,7 +23,7 @@ import contextlib
 import getpass
 import subprocess
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -133,6 +133,13 @@ def is_local_user(author: str, project: str) -> bool:
     and case aside: front matter proves nothing, so such a note is shown as
     ``(team, "Alice" unverified, …)``, never as the user's own word."""
     return bool(author.strip()) and name_key(author) in _local_names(project)
+
+
+def warm_local_names(projects: Iterable[str]) -> None:
+    """Read the local user's names of ``projects`` now (the daemon's refresh thread), so
+    no hook's answer waits on the ``git config`` they take."""
+    for project in projects:
+        _local_names(project)
 
 
 @lru_cache(maxsize=64)

@@ -22,6 +22,7 @@ from precedents.adr_graph.duplicates import stored_duplicates
 from precedents.config import Settings
 from precedents.errors import StoreError
 from precedents.ingest.sources import project_keys, project_root
+from precedents.ingest.team import TEAM, warm_local_names
 from precedents.kinds import DOCUMENT_KINDS, Kind
 from precedents.models.embedding import Embedder, load_embedder
 from precedents.protocol import HEADER, MIN_PROMPT_CHARS, clip_prompt
@@ -144,6 +145,8 @@ class Recall(HookAnswers):
         self.marks.invalidate()  # an ADR may have changed with it
         self.marks.amendments = Amendments.of(snapshot)  # so may a chat's decision
         self.marks.duplicates = stored_duplicates(snapshot.meta)  # an id two folders claim
+        # A team note's line asks whether its author is the local user: read here, once.
+        warm_local_names({str(r["project"]) for r in snapshot.meta if r.get("origin") == TEAM})
         self._warm_multilingual()
 
     def _warm_multilingual(self) -> None:
