@@ -7,6 +7,9 @@ behaviour, not speed (bench/big_pull.py measures 5,000 notes):
 - every pulled note becomes searchable, and the notes land in several commits
   while the pull is indexed (a reader sees them arrive batch by batch, not all
   at the end); the pull is applied in groups of files, not as one batch;
+- a pull of more files than a group is searchable by its heads first: every
+  pulled note is in the store under a provisional hash (ingest/heads.py) before
+  the full pass has finished, and the full pass then replaces every head;
 - the threads that embed run at background priority (Linux: a waking hook is
   scheduled ahead of them), and the caller's own thread keeps its priority;
 - a batch's memory goes back after it (the model keeps no arena of its largest
@@ -15,6 +18,7 @@ behaviour, not speed (bench/big_pull.py measures 5,000 notes):
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -28,6 +32,7 @@ import pytest
 
 from precedents.config import load_settings
 from precedents.ingest.background import BACKGROUND_NICE
+from precedents.ingest.heads import HEAD_BATCH, provisional
 from precedents.ingest.sources import Sources
 from precedents.recall.exported import Exporter
 from precedents.store import Store
@@ -111,6 +116,7 @@ def test_a_pull_of_300_notes_lands_in_batches_at_background_priority(
         git(bob, "pull", "-q", "--ff-only", "origin", "main")
 
         seen: set[int] = set()
+        headed = 0
         niced: set[int] = set()
         background = 0
         worker = next(t for t in threading.enumerate() if t.name == "precedents-watcher")
@@ -118,6 +124,7 @@ def test_a_pull_of_300_notes_lands_in_batches_at_background_priority(
         while len(indexed := notes()) < NOTES + 1:
             assert time.monotonic() < deadline, f"{len(indexed)} of {NOTES + 1} indexed"
             seen.add(len(indexed))
+            headed = max(headed, sum(provisional(f) for f in reader.files().values()))
             if LINUX and worker.native_id is not None:
                 niced.add(nice_of(worker.native_id))
                 background = max(background, niced_threads())
@@ -129,10 +136,24 @@ def test_a_pull_of_300_notes_lands_in_batches_at_background_priority(
         while watcher.stats.batches - batches < groups and time.monotonic() < deadline:
             time.sleep(0.1)
         assert watcher.stats.batches - batches >= groups
+        # Then the full pass replaces every head: each note's row has its file's hash.
+        deadline = time.monotonic() + BOUND_S
+        while any(provisional(f) for f in reader.files().values()):
+            assert time.monotonic() < deadline, "heads left after the full pass"
+            time.sleep(0.2)
+        rows = reader.files()
+        for i in range(NOTES):
+            path = bob / ".precedents" / "notes" / f"note-{i:03d}.md"
+            want = hashlib.sha256(path.read_bytes()).hexdigest()
+            assert rows[str(path)].sha256 == want, path
 
     assert len([p for p in indexed if "/note-" in p]) == NOTES
-    # Searchable batch by batch: a reader saw the count grow in several steps.
-    assert len({n for n in seen if 1 < n < NOTES + 1}) >= 2, sorted(seen)
+    # Searchable batch by batch: a reader saw the count grow in steps (the heads pass
+    # commits every HEAD_BATCH files), not all at the end.
+    assert {n for n in seen if 1 < n < NOTES + 1}, sorted(seen)
+    # Searchable by their heads first: most of the pull was stored as heads at once
+    # (the heads pass commits every HEAD_BATCH, before any group's full pass).
+    assert headed >= HEAD_BATCH, headed
     # The caller's thread is never lowered, whatever the watcher's threads run at.
     assert nice_of(threading.get_native_id()) == main_nice
     if LINUX:
@@ -150,6 +171,7 @@ def test_the_model_loaded_by_the_watcher_computes_at_background_priority(home: P
         """
         import os, threading
         from precedents.config import load_settings
+from precedents.ingest.heads import HEAD_BATCH, provisional
         from precedents.models.embedding import load_embedder
         from precedents.watcher.embcache import background_model
 
@@ -194,6 +216,7 @@ def test_embedding_a_batch_keeps_no_arena_of_it(home: Path) -> None:
     code = textwrap.dedent(
         """
         from precedents.config import load_settings
+from precedents.ingest.heads import HEAD_BATCH, provisional
         from precedents.models.embedding import load_embedder
         from precedents.watcher.embcache import CachedEmbedder
 

@@ -38,6 +38,7 @@ from precedents.ingest.chunking import (
 )
 from precedents.ingest.commit_index import index_repos
 from precedents.ingest.decisions import decision_passage
+from precedents.ingest.heads import HEADS_FROM, index_heads
 from precedents.ingest.progress import PassProgress, Progress
 from precedents.ingest.report import IndexReport as IndexReport
 from precedents.ingest.sources import Problem, SourceFile, Walk
@@ -306,6 +307,13 @@ class Indexer:
     ) -> IndexReport:
         known = self.store.files() if known is None else known
         self._adr_graphs.clear()  # ADRs may have changed since the last pass
+        if len(files) > HEADS_FROM:  # a first index or a big pull: heads first (heads.py)
+
+            def stop() -> None:  # the watcher stops by raising from its progress callback
+                if progress is not None:
+                    progress(0, len(files), 0)
+
+            index_heads(self, files, known, stop)
         pending: list[Prepared] = []
         pending_chunks = 0
         for done, src in enumerate(files, 1):
@@ -343,6 +351,16 @@ class Indexer:
             return self.store.delete_files(paths)
 
     # -- one file ----------------------------------------------------------------
+
+    def prepare(
+        self, src: SourceFile, known: dict[str, FileRecord], report: IndexReport
+    ) -> Prepared | None:
+        """``src`` read, masked and chunked, or None when it is unchanged or unreadable."""
+        return self._prepare(src, known, report)
+
+    def embed(self, texts: list[str]) -> NDArray[np.float32]:
+        """Passage vectors of ``texts`` with this indexer's model."""
+        return self._embed(texts)
 
     def _prepare(
         self, src: SourceFile, known: dict[str, FileRecord], report: IndexReport

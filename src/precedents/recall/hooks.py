@@ -8,6 +8,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
+from precedents.ingest.heads import PROVISIONAL
 from precedents.ingest.sources import project_keys, project_root
 from precedents.ingest.team import TEAM
 from precedents.protocol import EVENT_FILE, EVENT_PROMPT, HEADER, printed_bytes
@@ -191,7 +192,9 @@ class HookAnswers:
         notes: dict[str, tuple[str, DocumentRecord]] = {}
         for m in snapshot.meta:
             if m.get("origin") == TEAM and m["project"] == root and m["path"] not in notes:
-                notes[m["path"]] = (str(m.get("source_hash") or ""), DocumentRecord.from_row(m))
+                # A note stored by its head first (a big pull) is the same content.
+                digest = str(m.get("source_hash") or "").removeprefix(PROVISIONAL)
+                notes[m["path"]] = (digest, DocumentRecord.from_row(m))
         return self.team_seen.news(root, notes)
 
     def session_context(self, cwd: str, *, session: str = "") -> str | None:

@@ -7,22 +7,41 @@ waits for a group, not for the whole pull), its own failure isolation (a bad
 file is retried alone among its group's files, not among thousands), and one
 account in the log. Inside a group the indexer commits every embedding batch,
 so notes are searchable as they land whatever the group size.
+
+Before the groups, a burst of more than ``HEADS_FROM`` files has every new or
+changed document stored by its head alone (:mod:`precedents.ingest.heads`), in one
+hold of the writer lock per ``HEAD_BATCH`` heads: the whole pull is searchable
+first, then indexed in full group by group.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
+from precedents.ingest.heads import HEAD_BATCH, HEADS_FROM, index_heads
 from precedents.secrets.names import shown_path
 
-APPLY_FILES = 256
+if TYPE_CHECKING:
+    from precedents.ingest.indexer import Indexer
+    from precedents.ingest.sources import SourceFile
+
+log = logging.getLogger(__name__)
+
+APPLY_FILES = HEADS_FROM  # a group is never headed on its own (heads.py)
 LOGGED_PATHS = 5
 
 
-def groups(paths: Sequence[str], size: int = APPLY_FILES) -> Iterator[list[str]]:
-    """``paths`` in order, ``size`` at a time."""
-    for start in range(0, len(paths), size):
-        yield list(paths[start : start + size])
+T = TypeVar("T")
+
+
+def groups(items: Sequence[T], size: int = APPLY_FILES) -> Iterator[list[T]]:
+    """``items`` in order, ``size`` at a time."""
+    for start in range(0, len(items), size):
+        yield list(items[start : start + size])
 
 
 def listing(label: str, paths: Sequence[str]) -> str:
@@ -32,3 +51,33 @@ def listing(label: str, paths: Sequence[str]) -> str:
     more = f" and {len(paths) - LOGGED_PATHS} more" if len(paths) > LOGGED_PATHS else ""
     # A path that carries a secret is logged masked (it is never indexed either).
     return f"{label}: {', '.join(shown_path(p) for p in paths[:LOGGED_PATHS])}{more}"
+
+
+def heads_first(
+    indexer: Indexer,
+    route: Callable[[str], SourceFile | None],
+    paths: Sequence[str],
+    stop: Callable[[], None],
+) -> int:
+    """Store the heads of a burst's new or changed documents; returns how many.
+
+    Each ``HEAD_BATCH`` of files is one hold of the writer lock, so a `remember`
+    waits for a batch of heads, not for the pull.
+    """
+    if len(paths) <= HEADS_FROM:
+        return 0
+    started = time.perf_counter()
+    files = [src for p in paths if (src := route(p)) is not None and os.path.isfile(p)]
+    headed = 0
+    for group in groups(files, HEAD_BATCH):
+        with indexer.writing():
+            headed += index_heads(indexer, group, indexer.store.files(), stop)
+        stop()
+    if headed:
+        log.info(
+            "stored the heads of %d file(s) of a burst of %d in %.2f s (the full pass follows)",
+            headed,
+            len(paths),
+            time.perf_counter() - started,
+        )
+    return headed

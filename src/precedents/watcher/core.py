@@ -50,7 +50,7 @@ from precedents.models.embedding import Embedder
 from precedents.secrets.mask import mask_secrets
 from precedents.secrets.names import shown_path
 from precedents.store import FileRecord, LazyStore, Store
-from precedents.watcher.batches import groups
+from precedents.watcher.batches import groups, heads_first
 from precedents.watcher.batches import listing as _listing
 from precedents.watcher.debounce import Debouncer
 from precedents.watcher.embcache import background_model, in_background
@@ -468,8 +468,12 @@ class Watcher:
                 paths.add(key[1])
         for folder in dirs:
             paths |= self._files_under(folder)
-        # A pull of thousands of files: applied a group at a time (watcher/batches.py).
-        if paths and all([self._apply_group(group) for group in groups(sorted(paths))]):
+        # A pull of thousands of files: its heads first, then applied a group at a
+        # time (watcher/batches.py).
+        ordered = sorted(paths)
+        assert self._indexer is not None
+        heads_first(self._indexer, self._route, ordered, self._check_stop)
+        if paths and all([self._apply_group(group) for group in groups(ordered)]):
             raise _AllFailed
 
     def _apply_group(self, paths: list[str]) -> bool:
@@ -495,6 +499,9 @@ class Watcher:
                     failed += 1
             return failed == len(paths)
         return False
+
+    def _route(self, path: str) -> SourceFile | None:
+        return route(self._sources, path)
 
     def _files_under(self, folder: str) -> set[str]:
         assert self._store is not None

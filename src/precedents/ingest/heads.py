@@ -1,0 +1,101 @@
+"""A big pull searchable by its heads first (issue #28: 5,000 team notes in one pull).
+
+Embedding is what a pull of thousands of notes waits on: all-MiniLM-L6-v2 embeds
+~40 full chunks a second on 2 cores (a note of 100-400 words is 3.5 chunks: 7
+minutes for 5,000 notes on a quiet machine, 15 under load), and before this every
+note of the pull waited for the ones sorted before it.
+
+So a burst of more than :data:`HEADS_FROM` files is indexed in two passes. The first
+gives each new or changed note, rule and ADR one short vector — its *head*, the
+first :data:`HEAD_CHARS` characters of its first chunk: the name, the description
+and the start of the body, what a note is found by — stored as its only chunk under
+a provisional hash (:data:`PROVISIONAL` + the file's sha256). A head costs a fifth
+of a full chunk (its attention runs over ~60 tokens, not ~170) and a note needs one
+instead of 3.5, so every note of the pull is searchable, by what it is about, in a
+small part of the time. The second pass is the ordinary one: the provisional hash
+differs from the file's, so each such file is indexed in full and its head row
+replaced. A watcher stopped between the passes does the second at its next start
+(the hashes still differ), and a file already holding its head is not headed again.
+
+Conversations are not headed: they are indexed newest first after the documents
+(``first_things_first``), and a chat's head is not what it is found by.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from precedents.ingest.report import IndexReport
+from precedents.store.rows import DocumentRecord, FileRecord
+
+if TYPE_CHECKING:
+    from precedents.ingest.indexer import Indexer
+    from precedents.ingest.sources import SourceFile
+
+# A burst of more files than this is headed first: the watcher applies a pull in
+# groups of this many (watcher/batches.py), so a group is never headed on its own.
+HEADS_FROM = 256
+# Name, description and the start of the body: ~60 tokens of MiniLM's word pieces.
+HEAD_CHARS = 256
+PROVISIONAL = "head:"
+# Heads embedded and committed together: one commit, and one new snapshot for the
+# daemon, per ~2 s of embedding on 2 cores.
+HEAD_BATCH = 256
+
+
+def provisional(record: FileRecord | None) -> bool:
+    """Whether a stored file row holds only the head of its file (a second pass is due)."""
+    return record is not None and record.sha256.startswith(PROVISIONAL)
+
+
+def index_heads(
+    indexer: Indexer,
+    files: Sequence[SourceFile],
+    known: dict[str, FileRecord],
+    stop: Callable[[], None] | None = None,
+) -> int:
+    """Store a head vector for each new or changed document of ``files``; returns how many.
+
+    ``known`` (path -> stored file row) is updated with each head's row, so a full
+    pass given it next indexes those files again. ``stop`` is called between batches
+    (the watcher raises from it to stop). Problems are not reported here: the full
+    pass that follows reads every file again and reports them once.
+    """
+    scratch = IndexReport()
+    pending: list[tuple[FileRecord, DocumentRecord, str]] = []
+    headed = 0
+    for src in files:
+        if src.kind == "conversation":
+            continue
+        prepared = indexer.prepare(src, known, scratch)
+        if prepared is None or prepared.doc is None or not prepared.chunks:
+            continue
+        digest = prepared.file.sha256
+        old = known.get(prepared.file.path)
+        if old is not None and old.sha256 == PROVISIONAL + digest:
+            continue  # headed by an earlier pass that was stopped before its full one
+        file = replace(prepared.file, sha256=PROVISIONAL + digest, chunks=1)
+        pending.append((file, prepared.doc, prepared.chunks[0][:HEAD_CHARS]))
+        if len(pending) >= HEAD_BATCH:
+            headed += _write(indexer, pending, known)
+            pending = []
+            if stop is not None:
+                stop()
+    return headed + _write(indexer, pending, known)
+
+
+def _write(
+    indexer: Indexer,
+    pending: list[tuple[FileRecord, DocumentRecord, str]],
+    known: dict[str, FileRecord],
+) -> int:
+    if not pending:
+        return 0
+    vectors = indexer.embed([head for _, _, head in pending])
+    indexer.store.replace_documents(
+        [(file, doc, [head], vectors[i : i + 1]) for i, (file, doc, head) in enumerate(pending)]
+    )
+    known.update((file.path, file) for file, _, _ in pending)
+    return len(pending)
