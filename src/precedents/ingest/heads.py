@@ -24,7 +24,7 @@ Conversations are not headed: they are indexed newest first after the documents
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from precedents.ingest.report import IndexReport
@@ -32,7 +32,7 @@ from precedents.store.rows import DocumentRecord, FileRecord
 
 if TYPE_CHECKING:
     from precedents.ingest.indexer import Indexer
-    from precedents.ingest.sources import SourceFile
+    from precedents.ingest.sources import Problem, SourceFile
 
 # A burst of more files than this is headed first: the watcher applies a pull in
 # groups of this many (watcher/batches.py), so a group is never headed on its own.
@@ -43,6 +43,18 @@ PROVISIONAL = "head:"
 # Heads embedded and committed together: one commit, and one new snapshot for the
 # daemon, per ~2 s of embedding on 2 cores.
 HEAD_BATCH = 256
+# Documents kept between the passes (a few KB each): a bigger pull reads the rest twice.
+HEADED_KEPT = 20_000
+
+
+@dataclass(frozen=True)
+class Headed:
+    """A document the heads pass read, masked and chunked, for the full pass to reuse."""
+
+    digest: str
+    doc: DocumentRecord
+    chunks: list[str]
+    problems: list[Problem]
 
 
 def provisional(record: FileRecord | None) -> bool:
@@ -60,19 +72,23 @@ def index_heads(
 
     ``known`` (path -> stored file row) is updated with each head's row, so a full
     pass given it next indexes those files again. ``stop`` is called between batches
-    (the watcher raises from it to stop). Problems are not reported here: the full
-    pass that follows reads every file again and reports them once.
+    (the watcher raises from it to stop). Problems are not reported here: each
+    document read is kept in ``indexer.headed`` with its problems, and the full pass
+    that follows takes it from there (reporting them once) instead of reading it again.
     """
-    scratch = IndexReport()
     pending: list[tuple[FileRecord, DocumentRecord, str]] = []
     headed = 0
     for src in files:
         if src.kind == "conversation":
             continue
-        prepared = indexer.prepare(src, known, scratch)
+        one = IndexReport()
+        prepared = indexer.prepare(src, known, one)
         if prepared is None or prepared.doc is None or not prepared.chunks:
             continue
         digest = prepared.file.sha256
+        if len(indexer.headed) < HEADED_KEPT:
+            kept = Headed(digest, prepared.doc, prepared.chunks, one.problems)
+            indexer.headed[prepared.file.path] = kept
         old = known.get(prepared.file.path)
         if old is not None and old.sha256 == PROVISIONAL + digest:
             continue  # headed by an earlier pass that was stopped before its full one

@@ -38,7 +38,7 @@ from precedents.ingest.chunking import (
 )
 from precedents.ingest.commit_index import index_repos
 from precedents.ingest.decisions import decision_passage
-from precedents.ingest.heads import HEADS_FROM, index_heads
+from precedents.ingest.heads import HEADS_FROM, Headed, index_heads
 from precedents.ingest.progress import PassProgress, Progress
 from precedents.ingest.report import IndexReport as IndexReport
 from precedents.ingest.sources import Problem, SourceFile, Walk
@@ -187,6 +187,9 @@ class Indexer:
         self._load_lock = threading.Lock()
         self._trees = Trees()  # a named path must be specific to attach (ingest/specific.py)
         self._embedder = embedder
+        # Documents the heads pass read, masked and chunked, kept for the full pass
+        # that follows it (ingest/heads.py): a pull is read once.
+        self.headed: dict[str, Headed] = {}
         self._adr_graphs: dict[Path, object] = {}
         self.model_seconds = 0.0
         self._multilingual: Embedder | None = None
@@ -385,7 +388,13 @@ class Indexer:
             report.files_unchanged += 1
             return None
         report.files_indexed += 1
-        doc, chunks = self._document(src, data, report)
+        doc: DocumentRecord | None
+        headed = self.headed.pop(path, None)  # read by the heads pass just before
+        if headed is not None and headed.digest == digest and headed.doc.project == src.project:
+            doc, chunks = headed.doc, headed.chunks
+            report.problems.extend(headed.problems)
+        else:
+            doc, chunks = self._document(src, data, report)
         file = FileRecord(path, src.kind, src.project, digest, len(data), len(chunks), time.time())
         return Prepared(file, doc if chunks else None, chunks)
 
