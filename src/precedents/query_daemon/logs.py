@@ -5,7 +5,7 @@ start says so where it can: the log if a line still fits, stderr (one line:
 `serve` shows it; the hook's background start sends it nowhere), and an empty
 ``run/daemon.disk-full`` mark (a name, no data: creating it needs no free
 block on common filesystems), which the next daemon to start logs and
-removes. It also dates back the hook's spawn stamp, which needs no room at
+removes. It also dates back the starter's spawn stamp, which needs no room at
 all, so that the next hook starts a daemon as soon as the disk has room
 again rather than a minute later (:func:`.starter.allow_respawn`).
 """
