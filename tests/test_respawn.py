@@ -149,7 +149,10 @@ def test_a_killed_daemon_is_started_again_by_the_next_hook(one_note: tuple[Path,
             break
         assert time.monotonic() - killed < RESTART_BOUND_S, outcomes
     after = time.monotonic() - killed
-    print(f"\nkill -9 to the first hook with context: {after:.2f} s; hooks: {outcomes}")
+    log = (home / "logs" / "daemon.log").read_text(encoding="utf-8")
+    ready = log.rpartition(" ready: model ")[2].partition("\n")[0]
+    print(f"\nkill -9 to the first hook with context: {after:.2f} s (the new daemon: {ready})")
+    print(f"hooks after the kill: {outcomes}")
     assert after < RESTART_BOUND_S
     # The first hook after the kill started the new daemon: no minute's wait.
     assert outcomes[0]["started_daemon"] is True
