@@ -297,10 +297,11 @@ def test_nothing_on_the_daemons_side_imports_the_hook() -> None:
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
+                # A relative import resolved from precedents.query_daemon (`from .. import hook`).
+                anchor = ["precedents", "query_daemon"][: 3 - node.level]
+                base = ".".join([*anchor, node.module] if node.module else anchor)
+                base = base if node.level else node.module or ""
                 names = [base, *(f"{base}.{a.name}" for a in node.names)]
-                if node.level:
-                    names = [f"precedents.{n}" for n in names if n.startswith("hook")]
             else:
                 continue
             if any(n == "precedents.hook" or n.startswith("precedents.hook.") for n in names):
