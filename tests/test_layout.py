@@ -152,7 +152,8 @@ def under(prefix: str) -> list[str]:
         ("precedents.recall", ["query_daemon", "cli", "api", "watcher", "ingest.indexer"]),
         ("precedents.ingest", ["recall", "query_daemon", "cli", "api", "watcher"]),
         # The daemon may index one note with its warm model (`remember`), as a writer.
-        ("precedents.query_daemon", ["cli", "api", "watcher"]),
+        # The hook is one of its clients: the daemon's side reads none of its code.
+        ("precedents.query_daemon", ["cli", "api", "watcher", "hook"]),
         # `check` reads files and judges them: no model, no store, no reader (a pre-commit
         # hook must start fast); the index's tokenizer it takes from precedents.text.
         (
@@ -181,8 +182,14 @@ def test_nothing_below_the_cli_imports_it() -> None:
 
 
 # What Claude Code's hook runs (hook/launch.py imports only core): standard library, and
-# each other alone. hook/spawn.py is read only when the daemon is down or starting.
-HOOK_MODULES = ("precedents.hook.core", "precedents.hook.spawn", "precedents.protocol")
+# each other alone. The daemon's starter is read only when the daemon is down or starting.
+HOOK_MODULES = (
+    "precedents.hook.core",
+    "precedents.query_daemon",
+    "precedents.query_daemon.hook_input",
+    "precedents.query_daemon.starter",
+    "precedents.protocol",
+)
 
 
 def top_imports(name: str) -> set[str]:

@@ -53,7 +53,7 @@ VENV_BIN = Path(sys.executable).parent
 
 def no_daemon_start(home: Path) -> Path:
     """A state folder where the hook will not start a daemon (as if it just had): none leaks."""
-    from precedents.hook.core import SPAWN_STAMP
+    from precedents.protocol import SPAWN_STAMP
 
     run = home / "run"
     run.mkdir(parents=True, mode=0o700)

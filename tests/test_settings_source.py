@@ -37,7 +37,7 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("hook/core.py", "PRECEDENTS_HOOK_BUDGET_MS", "read"): "stdlib-only hook",
     ("hook/core.py", "PRECEDENTS_FIRST_PROMPT_BUDGET_MS", "read"): "stdlib-only hook",
     # Handing the environment on to a child, not reading a setting from it.
-    ("hook/spawn.py", "*", "read"): "the daemon the hook starts inherits the environment",
+    ("query_daemon/starter.py", "*", "read"): "the daemon a client starts inherits it",
     ("mcp/handshake.py", "*", "read"): "the child's environment, minus precedents' own",
     ("ingest/git_log.py", "*", "read"): "git runs in the user's environment, never prompting",
     # Settings for third-party libraries, written before they are imported.

@@ -9,9 +9,10 @@ fails must never block the conversation.
 - Prompts shorter than 8 characters are not sent; longer than
   :data:`~precedents.protocol.MAX_PROMPT_CHARS`, only their start is.
 - A daemon that is down is started in the background (detached, output to
-  nowhere; :mod:`.spawn`, read only then). A daemon start is tried at most
-  once a minute, except after one that failed on a full disk (it clears the
-  stamp): then as soon as the disk has room again.
+  nowhere) by the daemon's starter, :mod:`precedents.query_daemon.starter`,
+  read only then: at once when the last daemon had become ready (it answered,
+  then died); a start that never reached ready holds the next one back for a
+  minute; after one that failed on a full disk, as soon as the disk has room.
 - A daemon that is starting (issue #21: the one this hook just started, one
   whose ``run/daemon.starting`` mark is there, or one that answers
   "starting") is waited for within the longer first-prompt budget
@@ -46,21 +47,16 @@ import sys
 import time
 
 from precedents.protocol import (
-    EVENT_FILE,
-    EVENT_PROMPT,
-    EVENT_SESSION,
-    MIN_PROMPT_CHARS,
-    SPAWN_STAMP,
     STARTING_MARK,
     DaemonClient,
     Refused,
     Unavailable,
-    clip_prompt,
     default_home,
     dumps,
     hook_output,
     loads,
 )
+from precedents.query_daemon.hook_input import EVENTS_OUT, MAX_PATH_CHARS, request_for
 
 TYPE_CHECKING = False  # typing itself costs the hook milliseconds; mypy knows this name
 if TYPE_CHECKING:
@@ -76,8 +72,6 @@ FIRST_BUDGET_MS = 8000.0
 # SessionStart happens once per session and nobody is waiting on a keystroke.
 SESSION_BUDGET_MS = 1000.0
 LOG_MAX_BYTES = 1_000_000
-# A longer "cwd" in the stdin JSON is no path (PATH_MAX is 4,096 on Linux): use our own.
-MAX_PATH_CHARS = 4096
 # Waiting for a starting daemon: how often a socket not yet bound is tried again; how
 # long before the hook's deadline the daemon answers "still starting" (so that its
 # answer, not a socket timeout, says what happened).
@@ -112,19 +106,6 @@ def _log(home: str, **fields: object) -> None:
             os.close(fd)
     except OSError:
         pass  # a log that cannot be written must not cost the user anything
-
-
-def allow_respawn(home: str) -> None:
-    """Let the next hook start a daemon at once (a daemon that died of a full disk calls this).
-
-    Dates the stamp back rather than removing it or writing to it: changing a
-    file's times needs no room on the disk. The hook then waits for room
-    (:mod:`.spawn`), not for its minute.
-    """
-    try:  # noqa: SIM105 - contextlib would be one more import on every hook call
-        os.utime(os.path.join(home, "run", SPAWN_STAMP), (0, 0))
-    except OSError:
-        pass  # no stamp: nothing holds the next start back
 
 
 def _parse_args(argv: list[str]) -> tuple[str, float | None, float | None]:
@@ -247,22 +228,6 @@ def _cwd(data: dict[str, object]) -> str:
         return os.path.abspath(os.sep)
 
 
-def _short(value: object) -> str:
-    """A string field of the stdin JSON that is an id or a path ("" otherwise)."""
-    return value if isinstance(value, str) and len(value) <= MAX_PATH_CHARS else ""
-
-
-def _tool_path(tool_input: object) -> str | None:
-    """The file a file tool is about to touch (``file_path``; NotebookEdit's ``notebook_path``)."""
-    if not isinstance(tool_input, dict):
-        return None
-    for key in ("file_path", "notebook_path", "path"):
-        value = _short(tool_input.get(key))
-        if value:
-            return value
-    return None
-
-
 def _budget(budget_ms: float | None) -> float:
     """The answer budget in seconds: the environment beats the installed ``--budget-ms``
     (a one-off override), which beats the default."""
@@ -282,44 +247,6 @@ def _first_budget(first_ms: float | None, warm: float) -> float:
     except ValueError:
         first = FIRST_BUDGET_MS / 1000
     return max(first, warm)
-
-
-def request_for(
-    data: dict[str, object], mode: str, cwd: str
-) -> tuple[str, HookRequest | None, str]:
-    """The daemon request for one hook input (this hook's and the HTTP listener's):
-    (kind: "prompt" | "file" | "session", the request or None, why there is none:
-    "bad-input", "short" or "no-path"). The event on stdin beats the ``mode``."""
-    event = data.get("hook_event_name")
-    kind = {EVENT_SESSION: "session", EVENT_FILE: "file", EVENT_PROMPT: "prompt"}.get(
-        str(event), mode
-    )
-    session_id = _short(data.get("session_id"))
-    if kind == "session":
-        return kind, {"op": "session", "cwd": cwd, "session_id": session_id}, ""
-    if kind == "file":
-        path = _tool_path(data.get("tool_input"))
-        if path is None:
-            return kind, None, "no-path"
-        return kind, {"op": "file", "cwd": cwd, "path": path, "session_id": session_id}, ""
-    prompt = data.get("prompt")
-    if not isinstance(prompt, str):
-        return kind, None, "bad-input"
-    # Only the start of a long prompt is sent: the model reads no more (protocol).
-    prompt = clip_prompt(prompt)
-    if len(prompt.strip()) < MIN_PROMPT_CHARS:
-        return kind, None, "short"
-    request: HookRequest = {
-        "op": "context",
-        "prompt": prompt,
-        "cwd": cwd,
-        "session_id": session_id,
-        "transcript_path": _short(data.get("transcript_path")),
-    }
-    return kind, request, ""
-
-
-EVENTS_OUT = {"session": EVENT_SESSION, "file": EVENT_FILE, "prompt": EVENT_PROMPT}
 
 
 def _left(budget: float) -> float:
@@ -348,7 +275,7 @@ def _ask(
             if exc.why == "down":  # else "starting": wait for it below
                 if client.listening(POLL_S):
                     raise  # something answers there, but not as a daemon does
-                from precedents.hook.spawn import coming_up, start_daemon
+                from precedents.query_daemon.starter import coming_up, start_daemon
 
                 fields["started_daemon"] = start_daemon(home)
                 if not fields["started_daemon"] and not coming_up(run):
@@ -360,7 +287,7 @@ def _ask(
         # A mark left by a daemon that was killed while it loaded: start one now.
         if exc.why != "down" or "started_daemon" in fields or client.listening(POLL_S):
             raise
-        from precedents.hook.spawn import start_daemon
+        from precedents.query_daemon.starter import start_daemon
 
         fields["started_daemon"] = start_daemon(home)
         if not fields["started_daemon"]:
@@ -373,7 +300,8 @@ def _ask_waiting(
 ) -> HookAnswer:
     """``request``'s answer from a starting daemon within ``left()`` seconds: the daemon
     holds it until its model is loaded (``wait_ms``); while no daemon listens yet and
-    one is coming up (:func:`.spawn.coming_up`), asked again. Raises :class:`Unavailable`."""
+    one is coming up (:func:`~precedents.query_daemon.starter.coming_up`), asked again.
+    Raises :class:`Unavailable`."""
     while True:
         budget = left()
         wait_ms = round(max(budget - ANSWER_MARGIN_S, 0.0) * 1000)
@@ -382,7 +310,7 @@ def _ask_waiting(
         except Unavailable as exc:
             if exc.why != "down" or left() <= POLL_S:
                 raise
-            from precedents.hook.spawn import coming_up
+            from precedents.query_daemon.starter import coming_up
 
             if not coming_up(client.run):
                 raise

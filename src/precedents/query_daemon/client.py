@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from precedents.protocol import DaemonClient, Refused, Unavailable
+from precedents.query_daemon.starter import start_daemon
 
 T = TypeVar("T")
 
@@ -35,8 +36,6 @@ def ensure_daemon(home: Path, client: DaemonClient, wait_s: float = START_WAIT_S
     starting one in the background (as the hook starts it) when none is ready."""
     if client.ready(2.0):
         return True
-    from precedents.hook.spawn import start_daemon
-
     start_daemon(str(home))
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:

@@ -46,9 +46,9 @@ from typing import Any
 
 from precedents import protocol
 from precedents.config import HTTP_TOKEN_ENV
-from precedents.hook.core import EVENTS_OUT
-from precedents.hook.core import request_for as hook_request
 from precedents.protocol import PROTOCOL_VERSION, hook_output
+from precedents.query_daemon.hook_input import EVENTS_OUT
+from precedents.query_daemon.hook_input import request_for as hook_request
 from precedents.query_daemon.ops import Reply, Request
 
 log = logging.getLogger("precedents.daemon.http")

@@ -5,9 +5,9 @@ start says so where it can: the log if a line still fits, stderr (one line:
 `serve` shows it; the hook's background start sends it nowhere), and an empty
 ``run/daemon.disk-full`` mark (a name, no data: creating it needs no free
 block on common filesystems), which the next daemon to start logs and
-removes. It also dates back the hook's spawn stamp, which needs no room at
+removes. It also dates back the starter's spawn stamp, which needs no room at
 all, so that the next hook starts a daemon as soon as the disk has room
-again rather than a minute later (:func:`precedents.hook.core.allow_respawn`).
+again rather than a minute later (:func:`.starter.allow_respawn`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 
 from precedents.config import Settings, ensure_private_dir
 from precedents.errors import DiskFull, disk_full, is_disk_full
+from precedents.query_daemon.starter import allow_respawn
 
 log = logging.getLogger("precedents.daemon")
 
@@ -57,8 +58,6 @@ def configure_logging(settings: Settings) -> None:
 
 def note_disk_full(settings: Settings, exc: BaseException) -> DiskFull:
     """The one-line error for a daemon stopped by a full disk, said wherever it fits."""
-    from precedents.hook.core import allow_respawn
-
     full = disk_full(exc, settings.home, "free some space: the next prompt starts the daemon")
     # To the log file only: on a terminal (`serve`) the error boundary prints it, once.
     record = log.makeRecord(log.name, logging.ERROR, __file__, 0, "cannot serve: %s", (full,), None)

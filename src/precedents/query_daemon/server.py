@@ -25,9 +25,11 @@ Lifecycle:
 - A full disk (issue #20) at start or while loading is one :class:`DiskFull`
   line, never a traceback: the log gets it if it has room; an empty
   ``run/daemon.disk-full`` mark (a name, no data: it fits where a line does
-  not) has the next daemon log that it happened; and the hook's spawn stamp is
+  not) has the next daemon log that it happened; and the starter's spawn stamp is
   dated back, so that the hook starts a daemon as soon as there is room again,
   not a minute later. A log line that cannot be written is dropped silently.
+- Once loaded it dates the spawn stamp back too (:mod:`.starter`): a daemon that
+  was ready and then died is started again by the next hook, at once.
 
 Transport: a UNIX socket in the 0700 ``run/`` folder; on Windows TCP on
 127.0.0.1 with a shared secret in a user-only file and an HMAC answer tag
@@ -66,6 +68,7 @@ from precedents.query_daemon.logs import configure_logging as configure_logging 
 from precedents.query_daemon.logs import note_disk_full, note_earlier_disk_full
 from precedents.query_daemon.ops import Answers, Given, Reply
 from precedents.query_daemon.presence import peer_uid
+from precedents.query_daemon.starter import allow_respawn
 
 if TYPE_CHECKING:
     from precedents.recall.core import Recall
@@ -361,6 +364,9 @@ class Daemon(Answers):
         self._loaded.set()
         with contextlib.suppress(OSError):
             (self.run / STARTING_MARK).unlink(missing_ok=True)
+        # This start proved itself: should the daemon die from now on (kill -9, the OOM
+        # killer), the next hook starts another at once, not a minute later (starter).
+        allow_respawn(str(self.settings.home))
         log.info(
             "ready: model %s in %.2fs",
             getattr(recall.embedder, "model_id", "?"),
