@@ -345,7 +345,9 @@ def test_what_cannot_be_removed_is_one_line_each_and_exit_1(machine: Machine) ->
             os.environ.update(old)
         assert stubborn.poll() is None
         assert not result.ok
-        assert len(result.failures) == 2, result.failures
+        assert len(result.failures) == 3, result.failures
+        assert f"{machine.state}: kept while a process of it still runs" in result.failures
+        assert machine.state.is_dir()
         assert any("not valid JSON" in f and str(broken) in f for f in result.failures)
         assert any(
             f"the watcher (pid {stubborn.pid}) did not exit within 1 s of SIGTERM" in f
@@ -429,3 +431,15 @@ def test_install_hook_records_the_files_it_writes_and_forgets_them_on_uninstall(
     assert recorded(settings.home) == [user, local]
     api.install_hook(settings, project=project, uninstall=True)
     assert recorded(settings.home) == [user]
+
+
+def test_an_enabled_plugin_is_named_and_left_to_claude(machine: Machine) -> None:
+    settings = machine.claude / "settings.json"
+    data = {"enabledPlugins": {"precedents@precedents": True}, "theme": "dark"}
+    settings.write_text(json.dumps(data), encoding="utf-8")
+    (machine.state / "index").mkdir(parents=True)
+    out = machine.cli("uninstall")
+    assert out.returncode == 0, out.stderr
+    assert "run `claude plugin uninstall precedents@precedents` now" in out.stdout
+    assert json.loads(settings.read_text(encoding="utf-8")) == data  # Claude Code's to change
+    assert not machine.state.exists()

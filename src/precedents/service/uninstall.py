@@ -15,7 +15,9 @@ In this order, so that nothing removed comes back while the rest is removed:
 4. the caches precedents created outside the state folder: its platform cache
    folder (the model cache, ``~/.cache/precedents`` on Linux) and kingfisher's
    rule cache, which precedents' secret scanner fills (``~/.cache/kingfisher``);
-5. the state folder itself (``PRECEDENTS_HOME``), unless ``keep_data``.
+5. the state folder itself (``PRECEDENTS_HOME``), unless ``keep_data``, or
+   a process of it did not stop: removed under a live process, it would come
+   back in part.
 
 A step that fails is reported (one line) and the others still run: the user
 sees everything that is left, and running it again finishes the job.
@@ -116,9 +118,13 @@ def uninstall(
     result = UninstallResult(settings.home, keep_data)
     _services(result, load)
     _hooks(result, settings)
-    _processes(result, settings.run_dir, stop_wait_s)
+    still_running = _processes(result, settings.run_dir, stop_wait_s)
     _caches(result)
-    if not keep_data:
+    if still_running and not keep_data:
+        # Removed under a live process, the folder would come back in part as it
+        # writes (its logs, its pid file): kept, so that the next run removes it whole.
+        result.failures.append(f"{settings.home}: kept while a process of it still runs")
+    elif not keep_data:
         _state(result, settings.home)
     from precedents.hook.install import plugin_enabled
 
@@ -192,7 +198,9 @@ def _held(lock_path: Path) -> bool:
     return True
 
 
-def _processes(result: UninstallResult, run_dir: Path, wait_s: float) -> None:
+def _processes(result: UninstallResult, run_dir: Path, wait_s: float) -> bool:
+    """Stop every process of ``run_dir``; True when one is still running."""
+    left = False
     for pid, roles in running(run_dir).items():
         who = f"the {_named(roles)} (pid {pid})"
         try:
@@ -201,6 +209,7 @@ def _processes(result: UninstallResult, run_dir: Path, wait_s: float) -> None:
             continue  # gone between the look and the signal: what was asked
         except OSError as exc:
             result.failures.append(f"{who}: cannot be stopped ({exc.strerror})")
+            left = True
             continue
         locks = [run_dir / f"{role}.lock" for role in roles]
         deadline = time.monotonic() + wait_s
@@ -210,10 +219,12 @@ def _processes(result: UninstallResult, run_dir: Path, wait_s: float) -> None:
                     f"{who} did not exit within {wait_s:g} s of SIGTERM; "
                     f"stop it (kill {pid}) and run `precedents uninstall` again"
                 )
+                left = True
                 break
             time.sleep(0.05)
         else:
             result.removed.append(Removed("process", str(pid), f"stopped {who}"))
+    return left
 
 
 def _named(roles: list[str]) -> str:
