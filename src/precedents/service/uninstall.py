@@ -35,16 +35,18 @@ from pathlib import Path
 from typing import Any
 
 from precedents import runlock
-from precedents.config import Settings, default_cache_dir, model_cache_dir
+from precedents.config import CONFIG_FILE, Settings, default_cache_dir, model_cache_dir
 from precedents.errors import PrecedentsError, UsageError
+from precedents.hook.installs import RECORD_FILE
 
 # How long a process may take to exit after SIGTERM: the daemon closes its store,
 # the watcher finishes the file it is writing. Generous; a busy machine is slow.
 STOP_WAIT_S = 20.0
-# What a state folder holds at its top (config.py, recall/mute.py, query_daemon/http.py):
-# one of them must be there before the folder is removed as a whole, so a
-# PRECEDENTS_HOME pointing at a folder of the user's own is never emptied.
-STATE_MARKS = ("index", "run", "logs", "cache", "config.toml", "models", "hook-installs.json")
+# What a state folder holds at its top (Settings' folders, config.toml, the models a
+# read-only cache made it build, the hook record): one of them must be there before
+# the folder is removed as a whole, so a PRECEDENTS_HOME pointing at a folder of the
+# user's own is never emptied.
+STATE_MARKS = ("index", "run", "logs", "cache", CONFIG_FILE, "models", RECORD_FILE)
 # Where kingfisher's SDK caches the compiled rules (kingfisher_sdk.Rules, default
 # cache): beside precedents' own cache folder. Its folder is removed only when
 # nothing else is left in it (a kingfisher CLI of the user's may keep more there).
