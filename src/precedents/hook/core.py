@@ -32,8 +32,11 @@ fails must never block the conversation.
 
 Arguments: ``prompt`` (default), ``file`` (PreToolUse of the file tools: the
 project's rules scoped to the file, and records that name it) or ``session``
-(SessionStart: the rules that always apply and the live ADRs), and
-``--budget-ms N`` and ``--first-budget-ms N``. The mode also follows
+(SessionStart: the rules that always apply and the live ADRs), or
+``instructions`` (InstructionsLoaded: a CLAUDE.md or ``.claude/rules`` file
+Claude Code loaded itself, passed on so that the daemon does not give it
+again; it prints nothing and starts no daemon), and ``--budget-ms N`` and
+``--first-budget-ms N``. The mode also follows
 ``hook_event_name`` on stdin. The session's id (and, for prompts, its
 transcript's path) go to the daemon, which gives a record once per session;
 the file's path goes to the daemon only.
@@ -47,6 +50,7 @@ import time
 
 from precedents.protocol import (
     EVENT_FILE,
+    EVENT_INSTRUCTIONS,
     EVENT_PROMPT,
     EVENT_SESSION,
     MIN_PROMPT_CHARS,
@@ -66,7 +70,7 @@ TYPE_CHECKING = False  # typing itself costs the hook milliseconds; mypy knows t
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from precedents.protocol import HookAnswer, HookRequest
+    from precedents.protocol import FileRequest, HookAnswer, HookRequest
 
 PROMPT_BUDGET_MS = 300.0
 # A daemon still starting is waited for this long from the hook's start. Measured
@@ -88,6 +92,8 @@ MAX_STDIN_BYTES = 64 * 1024 * 1024
 # However late the hook started, stdin gets at least this long: Claude Code writes it at
 # once, but a large one comes in pipe-sized pieces that each need its writer to run.
 STDIN_GRACE_S = 0.1
+# A tool name or a load reason is a short word; anything longer is cut to this.
+MAX_TOOL_CHARS = 64
 
 _STARTED = time.perf_counter()
 
@@ -133,7 +139,7 @@ def _parse_args(argv: list[str]) -> tuple[str, float | None, float | None]:
     budgets: dict[str, float | None] = {"--budget-ms": None, "--first-budget-ms": None}
     it = iter(argv)
     for arg in it:
-        if arg in ("prompt", "session", "file"):
+        if arg in ("prompt", "session", "file", "instructions"):
             mode = arg
         elif arg in budgets:
             try:
@@ -288,12 +294,16 @@ def request_for(
     data: dict[str, object], mode: str, cwd: str
 ) -> tuple[str, HookRequest | None, str]:
     """The daemon request for one hook input (this hook's and the HTTP listener's):
-    (kind: "prompt" | "file" | "session", the request or None, why there is none:
-    "bad-input", "short" or "no-path"). The event on stdin beats the ``mode``."""
+    (kind: "prompt" | "file" | "session" | "instructions", the request or None, why
+    there is none: "bad-input", "short" or "no-path"). The event on stdin beats the
+    ``mode``."""
     event = data.get("hook_event_name")
-    kind = {EVENT_SESSION: "session", EVENT_FILE: "file", EVENT_PROMPT: "prompt"}.get(
-        str(event), mode
-    )
+    kind = {
+        EVENT_SESSION: "session",
+        EVENT_FILE: "file",
+        EVENT_PROMPT: "prompt",
+        EVENT_INSTRUCTIONS: "instructions",
+    }.get(str(event), mode)
     session_id = _short(data.get("session_id"))
     if kind == "session":
         return kind, {"op": "session", "cwd": cwd, "session_id": session_id}, ""
@@ -301,7 +311,33 @@ def request_for(
         path = _tool_path(data.get("tool_input"))
         if path is None:
             return kind, None, "no-path"
-        return kind, {"op": "file", "cwd": cwd, "path": path, "session_id": session_id}, ""
+        # The tool, because a Read makes Claude Code load some rules itself (docs/rules.md).
+        tool = _short(data.get("tool_name"))[:MAX_TOOL_CHARS]
+        asked: FileRequest = {
+            "op": "file",
+            "cwd": cwd,
+            "path": path,
+            "session_id": session_id,
+            "tool": tool,
+            "transcript_path": _short(data.get("transcript_path")),
+        }
+        return kind, asked, ""
+    if kind == "instructions":
+        loaded = _short(data.get("file_path"))
+        if not loaded:
+            return kind, None, "no-path"
+        reason = _short(data.get("load_reason"))[:MAX_TOOL_CHARS]
+        return (
+            kind,
+            {
+                "op": "instructions",
+                "cwd": cwd,
+                "path": loaded,
+                "reason": reason,
+                "session_id": session_id,
+            },
+            "",
+        )
     prompt = data.get("prompt")
     if not isinstance(prompt, str):
         return kind, None, "bad-input"
@@ -415,6 +451,9 @@ def _call(
     # A random id, in this log and the daemon's, joins what it decided with what this
     # hook delivered (`precedents why`); it says nothing about the prompt.
     request["rid"] = fields["rid"] = os.urandom(6).hex()
+    if kind == "instructions":
+        _tell(home, request, budget, fields)
+        return None
     try:
         answer = _ask(request, home, budget, _first_budget(first_ms, budget), fields)
     except Unavailable as exc:  # "starting" included: nothing was searched in time
@@ -431,6 +470,21 @@ def _call(
     line = hook_output(context, EVENTS_OUT[kind])
     fields.update(outcome="injected", bytes=len(line.encode("utf-8")) + 1)
     return line
+
+
+def _tell(home: str, request: HookRequest, budget: float, fields: dict[str, object]) -> None:
+    """Pass an InstructionsLoaded event on to a daemon that is up: it answers nothing
+    to print, and it is no reason to start one (SessionStart, before it, does)."""
+    try:
+        DaemonClient(os.path.join(home, "run")).hook(request, _left(budget))
+    except Unavailable as exc:
+        fields["outcome"] = exc.why
+        return
+    except Refused as exc:
+        fields["outcome"] = "error"
+        fields["daemon_error"] = exc.error[:40]
+        return
+    fields["outcome"] = "recorded"
 
 
 def main(argv: list[str] | None = None) -> int:
