@@ -34,6 +34,7 @@ from precedents.rules.scope import FILES, Scope
 from precedents.store.rows import DocumentRecord
 
 pytest.register_assert_rewrite("tests.conftest_daemon")
+from tests.claude_api_stub import StubApi, ToolUse, hook_context  # noqa: E402
 from tests.conftest_daemon import (  # noqa: E402 - after the rewrite registration
     daemon_answers,
     env,
@@ -41,6 +42,11 @@ from tests.conftest_daemon import (  # noqa: E402 - after the rewrite registrati
     prompt_json,
     run_hook,
     running_daemon,
+)
+from tests.test_claude_code_e2e import (  # noqa: E402
+    TOOLS,
+    claude_bin,  # noqa: F401 - a fixture
+    claude_env,
 )
 
 pytest_plugins = ["tests.conftest_daemon"]
@@ -235,6 +241,57 @@ def test_the_prompt_hook_does_not_rank_a_rule_claude_code_loaded(
     run_hook(home, loaded_json(repo, ".claude/rules/db.md", "s-p2", "src/db/schema.ts"))
     loaded = run_hook(home, prompt_json(prompt, repo, "s-p2"))
     assert loaded.returncode == 0 and db not in loaded.stdout
+
+
+@pytest.mark.slow
+def test_real_claude_code_gets_each_rule_once(
+    daemon: tuple[Path, Path],
+    tmp_path: Path,
+    claude_bin: Path,  # noqa: F811
+) -> None:
+    """Claude Code 2.1.332 with the installed hooks: a Write of a new file in src/db (it
+    loads db.md after the tool: the hook leaves it, by the version in the session's
+    transcript), a Read in src/db, a Read in src/api (the Cursor rule, from the hook), a
+    Write in services/billing (its CLAUDE.md, loaded by Claude Code). Every rule's text
+    reaches the model once; InstructionsLoaded reached the daemon."""
+    home, repo = daemon
+    made = [repo / "src/db/made.ts", repo / "services/billing/made.ts"]
+    turns = [
+        ToolUse("Write", {"file_path": str(made[0]), "content": "export {};\n"}),
+        ToolUse("Read", {"file_path": str(repo / "src/db/schema.ts")}),
+        ToolUse("Read", {"file_path": str(repo / "src/api/users.ts")}),
+        ToolUse("Write", {"file_path": str(made[1]), "content": "export {};\n"}),
+    ]
+    settings_file = repo / ".claude" / "settings.local.json"
+    report = install(settings_file, claude=str(claude_bin))
+    assert "InstructionsLoaded" in report.added
+    before = len([a for a in daemon_answers(home) if a.get("op") == "instructions"])
+    try:
+        with StubApi(turns) as api:
+            proc = subprocess.run(
+                [str(claude_bin), "-p", "add a table", "--max-turns", "6", *TOOLS],
+                cwd=repo,
+                env=claude_env(home, tmp_path, api.url),
+                capture_output=True,
+                text=True,
+                timeout=180,
+                check=False,
+            )
+            bodies = [r.body for r in api.main_requests()]
+    finally:
+        install(settings_file, uninstall=True)
+        for path in made:
+            path.unlink(missing_ok=True)
+    assert proc.returncode == 0, proc.stderr[-1500:]
+    last = bodies[-1]
+    assert last.count(DB_RULE) == 1 and last.count(BILLING) == 1, last[-3000:]
+    read = hook_context(last, "PreToolUse", "Read")
+    assert any(f"({rule(repo, '.cursor/rules/api.mdc')})" in r for r in read)
+    hooks = "\n".join(hook_context(last, "PreToolUse"))
+    assert "db.md" not in hooks and "billing/CLAUDE.md" not in hooks
+    answers = [a for a in daemon_answers(home) if a.get("op") == "instructions"][before:]
+    assert sorted(a["reason"] for a in answers) == ["nested_traversal", "path_glob_match"]
+    assert all(a["known"] for a in answers)
 
 
 # -- the decision, in-process ------------------------------------------------------------
