@@ -70,7 +70,7 @@ TYPE_CHECKING = False  # typing itself costs the hook milliseconds; mypy knows t
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from precedents.protocol import FileRequest, HookAnswer, HookRequest
+    from precedents.protocol import FileRequest, HookAnswer, HookRequest, InstructionsRequest
 
 PROMPT_BUDGET_MS = 300.0
 # A daemon still starting is waited for this long from the hook's start. Measured
@@ -324,20 +324,15 @@ def request_for(
         return kind, asked, ""
     if kind == "instructions":
         loaded = _short(data.get("file_path"))
-        if not loaded:
-            return kind, None, "no-path"
         reason = _short(data.get("load_reason"))[:MAX_TOOL_CHARS]
-        return (
-            kind,
-            {
-                "op": "instructions",
-                "cwd": cwd,
-                "path": loaded,
-                "reason": reason,
-                "session_id": session_id,
-            },
-            "",
-        )
+        told: InstructionsRequest = {
+            "op": "instructions",
+            "cwd": cwd,
+            "path": loaded,
+            "reason": reason,
+            "session_id": session_id,
+        }
+        return kind, (told if loaded else None), ("" if loaded else "no-path")
     prompt = data.get("prompt")
     if not isinstance(prompt, str):
         return kind, None, "bad-input"
