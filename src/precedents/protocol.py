@@ -48,7 +48,18 @@ if TYPE_CHECKING:
 
     # The message types exist for mypy alone (the hook must not import typing): import
     # them under TYPE_CHECKING. query_daemon/ops.py has one handler per Op (a test checks).
-    Op = Literal["ping", "stop", "status", "query", "index", "recall", "context", "session", "file"]
+    Op = Literal[
+        "ping",
+        "stop",
+        "status",
+        "query",
+        "index",
+        "recall",
+        "context",
+        "session",
+        "file",
+        "instructions",
+    ]
 
     class BareRequest(TypedDict):
         op: Literal["ping", "stop", "status"]
@@ -87,8 +98,15 @@ if TYPE_CHECKING:
     class FileRequest(_HookFields):  # PreToolUse of the file tools
         op: Literal["file"]
         path: str
+        tool: NotRequired[str]  # Claude Code's tool_name: a Read loads some rules itself
+        transcript_path: NotRequired[str]  # its version says which tools do (recall/loaded.py)
 
-    HookRequest = ContextRequest | SessionRequest | FileRequest
+    class InstructionsRequest(_HookFields):  # InstructionsLoaded
+        op: Literal["instructions"]
+        path: str  # the instruction file's absolute path (file_path)
+        reason: str  # load_reason: session_start, nested_traversal, path_glob_match, ...
+
+    HookRequest = ContextRequest | SessionRequest | FileRequest | InstructionsRequest
 
     class _Envelope(TypedDict, total=False):
         v: int  # set by the transport, as the request's
@@ -521,3 +539,10 @@ class DaemonClient:
         if not answer.get("ok"):
             raise Refused(str(answer.get("error")))
         return answer
+
+
+# -- Instruction files Claude Code loaded by itself (issue #29) ------------------------
+# Its InstructionsLoaded event (2.1.69 and later) names each CLAUDE.md or .claude/rules
+# file it loads; the hook passes it on, and the daemon gives those files no more to
+# that session (docs/rules.md, "Rules Claude Code loads itself"). Nothing is printed.
+EVENT_INSTRUCTIONS = "InstructionsLoaded"

@@ -33,8 +33,11 @@ fails must never block the conversation.
 
 Arguments: ``prompt`` (default), ``file`` (PreToolUse of the file tools: the
 project's rules scoped to the file, and records that name it) or ``session``
-(SessionStart: the rules that always apply and the live ADRs), and
-``--budget-ms N`` and ``--first-budget-ms N``. The mode also follows
+(SessionStart: the rules that always apply and the live ADRs), or
+``instructions`` (InstructionsLoaded: a CLAUDE.md or ``.claude/rules`` file
+Claude Code loaded itself, passed on so that the daemon does not give it
+again; it prints nothing and starts no daemon), and ``--budget-ms N`` and
+``--first-budget-ms N``. The mode also follows
 ``hook_event_name`` on stdin. The session's id (and, for prompts, its
 transcript's path) go to the daemon, which gives a record once per session;
 the file's path goes to the daemon only.
@@ -114,7 +117,7 @@ def _parse_args(argv: list[str]) -> tuple[str, float | None, float | None]:
     budgets: dict[str, float | None] = {"--budget-ms": None, "--first-budget-ms": None}
     it = iter(argv)
     for arg in it:
-        if arg in ("prompt", "session", "file"):
+        if arg in ("prompt", "session", "file", "instructions"):
             mode = arg
         elif arg in budgets:
             try:
@@ -343,6 +346,9 @@ def _call(
     # A random id, in this log and the daemon's, joins what it decided with what this
     # hook delivered (`precedents why`); it says nothing about the prompt.
     request["rid"] = fields["rid"] = os.urandom(6).hex()
+    if kind == "instructions":
+        _tell(home, request, budget, fields)
+        return None
     try:
         answer = _ask(request, home, budget, _first_budget(first_ms, budget), fields)
     except Unavailable as exc:  # "starting" included: nothing was searched in time
@@ -359,6 +365,21 @@ def _call(
     line = hook_output(context, EVENTS_OUT[kind])
     fields.update(outcome="injected", bytes=len(line.encode("utf-8")) + 1)
     return line
+
+
+def _tell(home: str, request: HookRequest, budget: float, fields: dict[str, object]) -> None:
+    """Pass an InstructionsLoaded event on to a daemon that is up: it answers nothing
+    to print, and it is no reason to start one (SessionStart, before it, does)."""
+    try:
+        DaemonClient(os.path.join(home, "run")).hook(request, _left(budget))
+    except Unavailable as exc:
+        fields["outcome"] = exc.why
+        return
+    except Refused as exc:
+        fields["outcome"] = "error"
+        fields["daemon_error"] = exc.error[:40]
+        return
+    fields["outcome"] = "recorded"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,8 +7,10 @@ project, that project's ``.claude/settings.local.json`` (not committed); its
 committed ``.claude/settings.json`` only when asked for explicitly (``shared``),
 since the entries hold this machine's absolute paths.
 
-The three hooks (``UserPromptSubmit``, ``PreToolUse`` of the file tools, and
-``SessionStart``) run the venv's Python
+The hooks (``UserPromptSubmit``, ``PreToolUse`` of the file tools,
+``SessionStart``, and ``InstructionsLoaded`` when ``claude --version`` says
+2.1.69 or later: an older one drops every hook of a file naming an event it
+does not know) run the venv's Python
 directly, ``-I -S`` with the launcher script (:mod:`precedents.hook.launch`):
 no shell, no console-script wrapper, no site-packages scan on the hot path.
 
@@ -55,10 +57,22 @@ from precedents.hook.installs import record
 if TYPE_CHECKING:
     from precedents.config import Settings
 
-EVENTS = {"UserPromptSubmit": "prompt", "SessionStart": "session", "PreToolUse": "file"}
+EVENTS = {
+    "UserPromptSubmit": "prompt",
+    "SessionStart": "session",
+    "PreToolUse": "file",
+    "InstructionsLoaded": "instructions",
+}
 # The tools that touch one file (docs/rules.md): their PreToolUse gets the file's rules.
 FILE_TOOLS = "Read|Edit|MultiEdit|Write|NotebookEdit"
-MATCHERS = {"PreToolUse": FILE_TOOLS}
+# The instruction files Claude Code loads during a session (a file read in scope); those
+# it loads at start are never given by the file hook anyway: no process for each.
+LOADED_REASONS = "path_glob_match|nested_traversal"
+MATCHERS = {"PreToolUse": FILE_TOOLS, "InstructionsLoaded": LOADED_REASONS}
+# Events only some versions have: InstructionsLoaded came in 2.1.69. An older Claude Code
+# ignores every hook of a settings file that names an event it does not know (measured
+# with 2.1.50), so it is installed only when `claude --version` says 2.1.69 or later.
+EVENTS_SINCE = {"InstructionsLoaded": (2, 1, 69)}
 TIMEOUT_S = 5
 # Claude Code's timeout is this much above the hook's first-prompt budget (the longest
 # a hook waits, for a daemon that is starting): the interpreter's start and the print.
@@ -296,12 +310,14 @@ def install(
             data.pop("hooks", None)
         _write(path, data)
         return InstallReport(path, "uninstalled", removed=removed)
+    version = version or claude_version(claude)
     if exec_form is None:
-        version = version or claude_version(claude)
         exec_form = version is None or version >= ARGS_SINCE
     interpreter = python or sys.executable
     added = []
     for event, mode in EVENTS.items():
+        if event in EVENTS_SINCE and (version is None or version < EVENTS_SINCE[event]):
+            continue  # a Claude Code without this event would drop every hook of the file
         if http_url is not None and mode == "prompt":
             entry = http_entry(http_url)
         else:

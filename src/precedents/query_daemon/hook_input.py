@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from precedents.protocol import (
     EVENT_FILE,
+    EVENT_INSTRUCTIONS,
     EVENT_PROMPT,
     EVENT_SESSION,
     MIN_PROMPT_CHARS,
@@ -19,10 +20,12 @@ from precedents.protocol import (
 
 TYPE_CHECKING = False  # typing itself costs the hook milliseconds; mypy knows this name
 if TYPE_CHECKING:
-    from precedents.protocol import HookRequest
+    from precedents.protocol import FileRequest, HookRequest, InstructionsRequest
 
 # A longer path in the stdin JSON is no path (PATH_MAX is 4,096 on Linux).
 MAX_PATH_CHARS = 4096
+# A tool name or a load reason longer than this is cut (Claude Code's are short words).
+MAX_TOOL_CHARS = 64
 
 # The hook event an answer is printed for, by the kind of request.
 EVENTS_OUT = {"session": EVENT_SESSION, "file": EVENT_FILE, "prompt": EVENT_PROMPT}
@@ -48,12 +51,16 @@ def request_for(
     data: dict[str, object], mode: str, cwd: str
 ) -> tuple[str, HookRequest | None, str]:
     """The daemon request for one hook input (the command hook's and the HTTP listener's):
-    (kind: "prompt" | "file" | "session", the request or None, why there is none:
-    "bad-input", "short" or "no-path"). The event on stdin beats the ``mode``."""
+    (kind: "prompt" | "file" | "session" | "instructions", the request or None, why
+    there is none: "bad-input", "short" or "no-path"). The event on stdin beats the
+    ``mode``."""
     event = data.get("hook_event_name")
-    kind = {EVENT_SESSION: "session", EVENT_FILE: "file", EVENT_PROMPT: "prompt"}.get(
-        str(event), mode
-    )
+    kind = {
+        EVENT_SESSION: "session",
+        EVENT_FILE: "file",
+        EVENT_PROMPT: "prompt",
+        EVENT_INSTRUCTIONS: "instructions",
+    }.get(str(event), mode)
     session_id = _short(data.get("session_id"))
     if kind == "session":
         return kind, {"op": "session", "cwd": cwd, "session_id": session_id}, ""
@@ -61,7 +68,28 @@ def request_for(
         path = _tool_path(data.get("tool_input"))
         if path is None:
             return kind, None, "no-path"
-        return kind, {"op": "file", "cwd": cwd, "path": path, "session_id": session_id}, ""
+        # The tool, because a Read makes Claude Code load some rules itself (docs/rules.md).
+        tool = _short(data.get("tool_name"))[:MAX_TOOL_CHARS]
+        asked: FileRequest = {
+            "op": "file",
+            "cwd": cwd,
+            "path": path,
+            "session_id": session_id,
+            "tool": tool,
+            "transcript_path": _short(data.get("transcript_path")),
+        }
+        return kind, asked, ""
+    if kind == "instructions":
+        loaded = _short(data.get("file_path"))
+        reason = _short(data.get("load_reason"))[:MAX_TOOL_CHARS]
+        told: InstructionsRequest = {
+            "op": "instructions",
+            "cwd": cwd,
+            "path": loaded,
+            "reason": reason,
+            "session_id": session_id,
+        }
+        return kind, (told if loaded else None), ("" if loaded else "no-path")
     prompt = data.get("prompt")
     if not isinstance(prompt, str):
         return kind, None, "bad-input"

@@ -3,7 +3,8 @@
 Ops (:data:`precedents.protocol.Op`), each one handler in :data:`HANDLERS`:
 ``ping`` (at once, even while loading), ``stop``, ``context`` (the
 UserPromptSubmit hook), ``file`` (the PreToolUse hook of the file tools),
-``session`` (SessionStart), ``query`` (`precedents query`), ``status``
+``session`` (SessionStart), ``instructions`` (InstructionsLoaded: an
+instruction file Claude Code loaded itself), ``query`` (`precedents query`), ``status``
 (`precedents status`), ``index`` (`remember`) and ``recall`` (the MCP tool:
 ``context`` and ``query`` in one round trip, each logged as itself). The log
 records ids, sizes, scores and timings, never a prompt's text; for ``file``,
@@ -157,9 +158,31 @@ class Answers:
         path = request.get("path")
         if not isinstance(path, str) or not path:
             return Reply({"ok": False, "error": "path missing"})
-        answer = asked.recall.file_context(asked.cwd, path, session=asked.session)
+        answer = asked.recall.file_context(
+            asked.cwd,
+            path,
+            session=asked.session,
+            tool=_text(request.get("tool"), 64),
+            transcript=_text(request.get("transcript_path")),
+        )
         log.info("answer %s", json.dumps({"op": "file", **answer.log_fields(), **asked.rid}))
         return _hook_reply(answer, asked)
+
+    def _instructions(self, request: Request) -> Reply:
+        """InstructionsLoaded: Claude Code loaded this CLAUDE.md or rule file into the
+        session itself; the hooks give it no more there (docs/rules.md). Logged without
+        the file's path, like the file hook's."""
+        asked = self._asked("instructions", request)
+        if isinstance(asked, Reply):
+            return asked
+        path = request.get("path")
+        if not isinstance(path, str) or not path or not os.path.isabs(path):
+            return Reply({"ok": False, "error": "path missing"})
+        known = asked.recall.instructions_loaded(path, session=asked.session)
+        reason = _text(request.get("reason"), 64)
+        fields = {"op": "instructions", "reason": reason, "known": known, **asked.rid}
+        log.info("answer %s", json.dumps(fields))
+        return Reply({"ok": True, "context": None})
 
     def _context(self, request: Request) -> Reply:
         asked = self._asked("context", request)
@@ -274,6 +297,7 @@ HANDLERS: dict[Op, Handler] = {
     "context": Answers._context,
     "session": Answers._session,
     "file": Answers._file,
+    "instructions": Answers._instructions,
 }
 
 

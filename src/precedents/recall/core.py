@@ -170,9 +170,11 @@ class Recall(HookAnswers):
         self, root: str, keys: Sequence[str], text: str, session: str = "", transcript: str = ""
     ) -> frozenset[str]:
         """What a message must not rank: rules whose scope says not now (docs/rules.md),
-        and the session's own conversation log (never recalled into itself)."""
+        rules Claude Code loaded into the session itself, and the session's own
+        conversation log (never recalled into itself)."""
         scopes = self.scopes
         hidden = scopes.unranked(keys, self.sessions.touched(session), text, root)
+        hidden.update(self.sessions.loaded(session))  # in Claude Code's context already
         own = scopes.logs_by_session.get(session) if session else None
         hidden.update(p for p in (own, transcript) if p)
         return frozenset(hidden)

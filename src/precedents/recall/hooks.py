@@ -16,6 +16,7 @@ from precedents.recall.answer import Answer
 from precedents.recall.commit_files import CommitFiles
 from precedents.recall.files import FileScopes, relative_to_root
 from precedents.recall.format import render_records, suspect_of, team_mark
+from precedents.recall.loaded import left_to_client, session_tools
 from precedents.recall.marks import AdrMarks
 from precedents.recall.mute import MuteList
 from precedents.recall.selection import WIDE_CAP_BYTES, Selection
@@ -137,10 +138,14 @@ class HookAnswers:
         left = len({r.path for r in records} - {r.path for r in shown})
         return (f"{text}\n{LEFT_OUT.format(left)}" if text else None), shown
 
-    def file_context(self, cwd: str, path: str, *, session: str = "") -> Answer:
-        """What the file hook injects when a tool of ``session`` touches ``path``: the
-        project's rules scoped to it, the ADRs and notes that name it (docs/rules.md), and
-        the decision commits that touched it (docs/commits.md)."""
+    def file_context(
+        self, cwd: str, path: str, *, session: str = "", tool: str = "", transcript: str = ""
+    ) -> Answer:
+        """What the file hook injects when ``tool`` (Claude Code's tool name; "" unknown)
+        of ``session`` (whose log is ``transcript``) touches ``path``: the project's rules
+        scoped to it, less those Claude Code loads itself (recall/loaded.py), the ADRs
+        and notes that name it (docs/rules.md), and the decision commits that touched it
+        (docs/commits.md)."""
         started = time.perf_counter()
         root = project_root(cwd)
         rel = relative_to_root(path, root, cwd)
@@ -154,6 +159,17 @@ class HookAnswers:
             defined_symbols(os.path.join(root, rel)) if scopes.names_symbols(keys) else frozenset()
         )
         found = [*scopes.attached(keys, rel), *scopes.naming(keys, rel, declared)]
+        loads_on = session_tools(self.sessions, session, transcript) if tool else frozenset()
+        client = left_to_client(
+            found,
+            tool=tool,
+            exists=tool in loads_on and os.path.isfile(os.path.join(root, rel)),
+            cwd_rel=relative_to_root(cwd, root, cwd),
+            loaded=self.sessions.loaded(session),
+            loads_on=loads_on,
+        )
+        self.sessions.load(session, client.loading)
+        found = client.give
         # A session's own log is never recalled into it (its deciding chat names files).
         own = scopes.logs_by_session.get(session) if session else None
         muted = self.muted.paths() | ({own} if own else set())
@@ -181,7 +197,18 @@ class HookAnswers:
             hits, FILE_CAP_BYTES if hits else 0, 0.0, 0.0, "file" if hits else "no-scope"
         )
         given = self._give(session, records, FILE_CAP_BYTES, HEADER, EVENT_FILE, later)
+        # Rules left to Claude Code count as withheld: `why` lists them.
+        given = given._replace(withheld=tuple(sorted({*given.withheld, *client.skipped})))
         return given.answer(selection, root, {"total": (time.perf_counter() - started) * 1000})
+
+    def instructions_loaded(self, path: str, *, session: str = "") -> bool:
+        """Remember that Claude Code loaded the instruction file ``path`` (absolute) into
+        ``session`` itself (its InstructionsLoaded event): the hooks give it no more there.
+        Kept under its name and its real one (a symlinked checkout); whether the index
+        holds it under either."""
+        names = {os.path.normpath(path), os.path.realpath(path)}
+        self.sessions.load(session, sorted(names))
+        return any(n in self.scopes.digests for n in names)
 
     def _team_news(self, root: str) -> TeamNews | None:
         """The team notes of ``root`` changed since its last session (None while there

@@ -3,8 +3,10 @@
 The daemon keeps, per ``session_id``, the records already handed to the agent
 (with the content hash they had: a record whose file changed since is given
 again) and the files its tools touched (a rule scoped to those files becomes
-eligible for the prompt hook). Bounded and expiring: a daemon serving a
-user for months holds at most ``max_sessions`` sessions of at most
+eligible for the prompt hook), and the instruction files Claude Code loaded into it
+by itself (issue #29: a ``.claude/rules`` rule or a nested ``CLAUDE.md`` it loaded is
+not given again; docs/rules.md, "Rules Claude Code loads itself"). Bounded and
+expiring: a daemon serving a user for months holds at most ``max_sessions`` sessions of at most
 ``max_entries`` records and files each, and forgets a session idle for
 ``ttl_s``. In memory only: a restarted daemon starts afresh (the worst case
 is a record given twice, once before and once after the restart).
@@ -29,6 +31,9 @@ class _Session:
     seen: float
     given: OrderedDict[str, str] = field(default_factory=OrderedDict)  # path -> source hash
     touched: OrderedDict[str, None] = field(default_factory=OrderedDict)  # relative paths
+    # Instruction files the client loaded itself, by absolute path (as indexed).
+    loaded: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    client: str | None = None  # its Claude Code's version ("" none found; None not read)
 
 
 class SessionLog:
@@ -108,6 +113,45 @@ class SessionLog:
             entry.touched.move_to_end(rel)
             while len(entry.touched) > self.max_entries:
                 entry.touched.popitem(last=False)
+
+    def load(self, session: str, paths: Iterable[str]) -> None:
+        """Remember that Claude Code loaded the instruction files ``paths`` (absolute)
+        into ``session`` by itself: the hooks do not give them to it again."""
+        if not valid(session):
+            return
+        with self._lock:
+            entry = self._get(session, create=True)
+            assert entry is not None
+            for path in paths:
+                entry.loaded[path] = None
+                entry.loaded.move_to_end(path)
+            while len(entry.loaded) > self.max_entries:
+                entry.loaded.popitem(last=False)
+
+    def loaded(self, session: str) -> frozenset[str]:
+        """The instruction files Claude Code loaded into ``session`` by itself."""
+        if not valid(session):
+            return frozenset()
+        with self._lock:
+            entry = self._get(session, create=False)
+            return frozenset(entry.loaded) if entry is not None else frozenset()
+
+    def client(self, session: str) -> str | None:
+        """The Claude Code version of ``session`` ("": none found), None until set."""
+        if not valid(session):
+            return None
+        with self._lock:
+            entry = self._get(session, create=False)
+            return entry.client if entry is not None else None
+
+    def set_client(self, session: str, version: str) -> None:
+        """Remember ``session``'s Claude Code version (recall/loaded.py)."""
+        if not valid(session):
+            return
+        with self._lock:
+            entry = self._get(session, create=True)
+            assert entry is not None
+            entry.client = version
 
     def forget(self, session: str) -> None:
         """Drop what ``session`` was given and touched (SessionStart: a new, resumed,

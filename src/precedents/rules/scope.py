@@ -25,6 +25,10 @@ ALWAYS, FILES, REQUESTED, BOTH, MANUAL = "always", "files", "requested", "files+
 ANY_DEPTH = frozenset({"cursor", "windsurf"})
 # Formats Claude Code loads on its own at every start: never listed again.
 LOADED_BY_CLAUDE = frozenset({"claude"})
+# Formats Claude Code loads on its own when a tool touches a file they cover (which
+# tools: recall/loaded.py): `.claude/rules` with `paths:` ("path_glob_match") and a
+# nested CLAUDE.md ("nested_traversal").
+LOADED_ON_TOUCH = frozenset({"claude", "claude-md"})
 WINDSURF_TRIGGERS = {
     "always_on": ALWAYS,
     "glob": FILES,
@@ -125,6 +129,18 @@ class Scope:
     def listed_at_start(self) -> bool:
         """An always-rule Claude Code does not load by itself."""
         return self.always and self.format not in LOADED_BY_CLAUDE
+
+    @property
+    def loaded_on_touch(self) -> bool:
+        """A rule Claude Code loads itself when a tool touches a file in scope
+        (docs/rules.md, "Rules Claude Code loads itself")."""
+        return self.attaches and self.format in LOADED_ON_TOUCH
+
+    @property
+    def memory_of(self) -> str | None:
+        """A nested CLAUDE.md's folder (None for any other record): Claude Code loads it at
+        start when the session's working folder is that folder or below it."""
+        return self.base if self.format == "claude-md" and self.base else None
 
     # Compiled on first use (`check`, the indexer), or all at once by :meth:`compile`
     # (the daemon's refresh thread: a hook never compiles). A frozen dataclass still
