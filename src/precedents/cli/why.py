@@ -53,9 +53,9 @@ def why(
             path, route = (
                 (entry.get("path"), entry.get("route")) if isinstance(entry, dict) else (entry, "")
             )
-            by = f", would have come as {inert_mark(str(route))}" if route else ""
+            by = f"would have come by {inert_mark(str(route))}; " if route else ""
             typer.echo(
-                f"    {inert_path(str(path))}  (muted{by}: `precedents unmute` gives it again)"
+                f"    {inert_path(str(path))}  (muted: {by}`precedents unmute` gives it again)"
             )
     # The hook calls since the oldest answer listed that the daemon never saw (issue #21:
     # a prompt that got nothing because the daemon was down says so here too).
