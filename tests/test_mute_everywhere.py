@@ -351,3 +351,47 @@ def test_through_the_real_daemon_hooks_cli_and_mcp(state: Muted, tmp_path: Path)
     assert old["mark"] == "⚠️superseded → ADR-0011 (muted)" and old["title"]
     new = next(r for r in found if r["path"] == NEW_ADR)
     assert new["muted"] is True and "Redis" not in json.dumps(new)
+
+
+def test_unmuted_the_successor_comes_back_with_its_line(state: Muted, recall: Any) -> None:
+    from precedents.recall.mute import MuteList
+
+    successor = state.muted["successor"]
+    MuteList(state.home).unmute(successor)
+    try:
+        answer = recall.file_context(str(state.repo), "src/db/sessions.py", session="u1")
+    finally:
+        MuteList(state.home).mute(successor)
+    assert answer.context is not None and successor in answer.context  # its own line again
+    old = line_of(answer.context, state.path(f"{ADR_DIR}/{OLD_ADR}"))
+    assert old.startswith("⚠️superseded → ADR-0011 adr"), old
+    assert routes(answer) == {state.muted["rule"]: "file"}
+
+
+def test_a_mark_names_a_muted_successor_by_its_id_only() -> None:
+    from precedents.recall.mute import name_muted
+
+    mark = "⚠️superseded → ADR-0011, ADR-0012; ⚠️duplicate id → also docs/x/0010.md"
+    assert name_muted(mark, ["ADR-0012"]) == (
+        "⚠️superseded → ADR-0011, ADR-0012 (muted); ⚠️duplicate id → also docs/x/0010.md"
+    )
+    assert name_muted("⚠️superseded → ADR-0011", ["ADR-001"]) == "⚠️superseded → ADR-0011"
+    assert name_muted("△partially superseded → auth", ["auth"]) == (
+        "△partially superseded → auth (muted)"
+    )
+
+
+def test_a_muted_chat_that_amended_a_record_is_neither_shown_nor_named() -> None:
+    from precedents.recall.amendments import Amended, Amendments
+    from precedents.recall.marks import AdrMarks
+    from precedents.store import DocumentRecord
+
+    note = DocumentRecord("note", "/p", "/p/notes/cap.md", "Upload cap", "10 MB")
+    chat = DocumentRecord("conversation", "/p", "/p/logs/s.jsonl", "Raise the upload cap to 50 MB")
+    marks = AdrMarks(None)
+    marks.amendments = Amendments({note.path: Amended(chat, "2026-04-12")})
+    assert marks.mark_for(note) == "⚠️amended 2026-04-12 → Raise the upload cap to 50 MB"
+    assert marks.successors_for(note) == [chat] and marks.muted_successors(note) == []
+    marks.muted = lambda: frozenset({chat.path})
+    assert marks.mark_for(note) == "⚠️amended 2026-04-12 → a muted conversation"
+    assert marks.successors_for(note) == [] and marks.muted_successors(note) == [chat.path]

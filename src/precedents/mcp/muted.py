@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from precedents.adr_graph.model import label_for
 from precedents.inert import inert_path
-from precedents.recall.mute import name_muted
+from precedents.recall.mute import MuteList, name_muted
 
 if TYPE_CHECKING:
     from precedents.adr_graph.view import AdrView
+    from precedents.config import Settings
 
 # What a muted record's row keeps empty, by field (the view's shapes).
 _EMPTY: dict[str, Any] = {
@@ -43,6 +44,11 @@ class MutedAdrs:
         records = [r for r in found if r is not None]
         self.paths = {inert_path(r.path) for r in records}
         self.labels = [label_for(r.id, r.number) for r in records]
+
+    @classmethod
+    def of(cls, settings: Settings, view: AdrView) -> MutedAdrs:
+        """The records of ``view`` on the mute list of ``settings``' state folder now."""
+        return cls(view, MuteList(settings.home).paths())
 
     def __bool__(self) -> bool:
         return bool(self.paths)

@@ -19,7 +19,6 @@ from precedents.config import Settings, load_settings
 from precedents.errors import PrecedentsError, UsageError
 from precedents.mcp.muted import MutedAdrs
 from precedents.mcp.transport import stdio_transport
-from precedents.recall.mute import MuteList
 
 if TYPE_CHECKING:
     from precedents.adr_graph.view import AdrView
@@ -52,7 +51,7 @@ def _view(settings: Settings, folder: str | None) -> tuple[AdrView, MutedAdrs]:
     folders (:func:`precedents.api.adr_graph`), and its records the user muted (their
     words withheld from every answer: mcp/muted.py)."""
     view = api.adr_view(settings, folder, confined=True)
-    return view, MutedAdrs(view, MuteList(settings.home).paths())
+    return view, MutedAdrs.of(settings, view)
 
 
 class _StdioServer(MCPServer):
