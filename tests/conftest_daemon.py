@@ -285,6 +285,11 @@ class FakeRecall:
     def session_context(self, cwd: str, **_: Any) -> str:
         return f"session {cwd}"
 
+    def session_answer(self, cwd: str, **_: Any) -> Any:
+        from precedents.recall.core import Answer
+
+        return Answer(self.session_context(cwd))
+
     def refresh(self) -> bool:
         return False
 

@@ -148,6 +148,7 @@ if TYPE_CHECKING:
         exchange: NotRequired[int]
         decided: NotRequired[str]
         short: NotRequired[str]  # a decision commit's short sha (docs/commits.md)
+        muted: NotRequired[bool]  # on the mute list: its path only (recall/mute.py)
 
     class QueryAnswer(_Envelope):
         ok: Literal[True]

@@ -77,6 +77,8 @@ def _print_results(result: QueryResult, all_projects: bool) -> None:
         if r.get("suspect"):  # its text reads as orders: the path only (docs/daemon.md)
             mark = f"{SUSPECT_MARK} {mark}".rstrip()
             label, desc = "", ""
+        if r.get("muted"):  # on the mute list: still ranked, its words withheld
+            label, desc = "(muted)", ""
         typer.echo(
             f"{r['score']:.3f}  {mark + ' ' if mark else ''}{kind:<12} {label}{desc} ({r['path']})"
         )

@@ -48,8 +48,15 @@ def why(
             typer.echo(f"    {inert_path(path)}{flag}{late}")
         for path in a.get("withheld") or []:
             typer.echo(f"    {inert_path(path)}  (already given in this session)")
-        for path in a.get("muted") or []:
-            typer.echo(f"    {inert_path(path)}  (muted: `precedents unmute` gives it again)")
+        for entry in a.get("muted") or []:
+            # {"path", "route"}: the route it would have come by (older logs: a path).
+            path, route = (
+                (entry.get("path"), entry.get("route")) if isinstance(entry, dict) else (entry, "")
+            )
+            by = f"would have come by {inert_mark(str(route))}; " if route else ""
+            typer.echo(
+                f"    {inert_path(str(path))}  (muted: {by}`precedents unmute` gives it again)"
+            )
     # The hook calls since the oldest answer listed that the daemon never saw (issue #21:
     # a prompt that got nothing because the daemon was down says so here too).
     calls = api.unanswered_calls(settings, answers[-1]["time"] if answers else "", n)

@@ -17,6 +17,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from precedents import api
 from precedents.config import Settings, load_settings
 from precedents.errors import PrecedentsError, UsageError
+from precedents.mcp.muted import MutedAdrs
 from precedents.mcp.transport import stdio_transport
 
 if TYPE_CHECKING:
@@ -45,10 +46,12 @@ def recall(settings: Settings, query: str, project: str | None, k: int) -> dict[
     return dict(api.recall(settings, query, _path_arg("project", project) if project else None, k))
 
 
-def _view(settings: Settings, folder: str | None) -> AdrView:
+def _view(settings: Settings, folder: str | None) -> tuple[AdrView, MutedAdrs]:
     """The ADR graph an agent asked for, confined to the project and the configured ADR
-    folders (:func:`precedents.api.adr_graph`)."""
-    return api.adr_view(settings, folder, confined=True)
+    folders (:func:`precedents.api.adr_graph`), and its records the user muted (their
+    words withheld from every answer: mcp/muted.py)."""
+    view = api.adr_view(settings, folder, confined=True)
+    return view, MutedAdrs.of(settings, view)
 
 
 class _StdioServer(MCPServer):
@@ -97,15 +100,16 @@ def build_server(settings: Settings | None = None) -> MCPServer:
     @guarded
     def adr_status(id: str, dir: str | None = None) -> dict[str, Any]:
         """An ADR's effective status and mark, by id, number or path."""
-        view = _view(conf, dir)
-        return view.record(view.get(id))
+        view, muted = _view(conf, dir)
+        return muted.row(view.record(view.get(id)))
 
     @server.tool(name="adr_chain")
     @guarded
     def adr_chain(id: str, dir: str | None = None) -> dict[str, Any]:
         """From an ADR, the replacements up to the decision in force: current, history;
         each record's text as `lines` (none for a suspect record)."""
-        return _view(conf, dir).chain(id)
+        view, muted = _view(conf, dir)
+        return muted.chain(view.chain(id))
 
     @server.tool(name="adr_find")
     @guarded
@@ -114,7 +118,8 @@ def build_server(settings: Settings | None = None) -> MCPServer:
         wanted = words.split()
         if len(wanted) > MAX_WORDS:  # each word is looked for in every ADR's text
             raise UsageError(f"words: at most {MAX_WORDS} words, not {len(wanted)}")
-        return _view(conf, dir).find(wanted)
+        view, muted = _view(conf, dir)
+        return [muted.row(r) for r in view.find(wanted)]
 
     @server.tool(name="remember")
     @guarded

@@ -136,7 +136,8 @@ class Answers:
         if isinstance(asked, Reply):
             return asked
         started = time.perf_counter()
-        text = asked.recall.session_context(asked.cwd, session=asked.session)
+        answer = asked.recall.session_answer(asked.cwd, session=asked.session)
+        text = answer.context
         log.info(
             "answer %s",
             json.dumps(
@@ -145,6 +146,8 @@ class Answers:
                     "project": str(git_root(asked.cwd)),
                     "bytes": len(text.encode()) if text else 0,
                     "ms": round((time.perf_counter() - started) * 1000, 1),
+                    # What the mute list kept out of the lists (`why` shows it).
+                    "muted": [{"path": p, "route": r} for p, r in answer.muted],
                     **asked.rid,
                 }
             ),

@@ -10,6 +10,9 @@ from precedents.recall.selection import Selection
 # The reasons of the file hook's answers (recall/hooks.py): scope matches, no scores.
 FILE_REASONS = ("file", "no-scope")
 
+# A record the mute list kept out, with the route it would have come by (recall/mute.py).
+Withheld = tuple[str, str]
+
 
 @dataclass
 class Answer:
@@ -26,8 +29,9 @@ class Answer:
     shown: tuple[str, ...] = ()
     # Those of ``shown`` whose text reads as orders: shown as their path only (`why` says so).
     suspect: tuple[str, ...] = ()
-    # Records the mute list kept out that would have been chosen (`why` says "muted").
-    muted: tuple[str, ...] = ()
+    # Records the mute list kept out that would have been given, each with its route
+    # (recall/mute.py ROUTES): `why` lists them as "muted".
+    muted: tuple[Withheld, ...] = ()
     # The team notes of ``shown``, path -> mark as shown ("(team, author, date)"; `why`).
     team: dict[str, str] = field(default_factory=dict)
     # The conversations of ``shown`` with their decision passage, path -> where it was
@@ -47,7 +51,7 @@ class Answer:
             "shown": self._shown(),
             "suspect": list(self.suspect),
             "withheld": list(self.withheld),
-            "muted": list(self.muted),
+            "muted": [{"path": path, "route": route} for path, route in self.muted],
             "team": dict(self.team),
             "decided": dict(self.decided),
             "project": self.project,

@@ -36,7 +36,7 @@ from precedents.recall.format import record_json
 from precedents.recall.hooks import HookAnswers
 from precedents.recall.marks import AdrMarks
 from precedents.recall.multilingual import Multilingual
-from precedents.recall.mute import MuteList
+from precedents.recall.mute import PROMPT, MuteList
 from precedents.recall.relevance import DECISION_RANKS, Relevance
 from precedents.recall.selection import select
 from precedents.recall.sessions import SessionLog
@@ -86,6 +86,7 @@ class Recall(HookAnswers):
         self.multilingual = Multilingual.for_model(self.embedder.model_id, spec)
         self.marks = AdrMarks(settings.cache_dir / "adr")
         self.muted = MuteList(settings.home)
+        self.marks.muted = self.muted.paths  # a muted record is never a successor line
         self.team_seen = TeamSeen(settings.home)
         self.commit_files = CommitFiles(settings.cache_dir)
         self.sessions = SessionLog()
@@ -301,8 +302,10 @@ class Recall(HookAnswers):
         """The `precedents query --json` answer: the top ``k`` documents of ``project``'s
         root and shared rules (every project when None), each ADR with its mark; every
         field inert, a suspect record as its path only (:func:`record_json`)."""
+        muted = self.muted.paths()
         rows = [
-            record_json(hit, self._mark_of(hit.record)) for hit in self.rank(text, project, None, k)
+            record_json(hit, self._mark_of(hit.record), muted=hit.record.path in muted)
+            for hit in self.rank(text, project, None, k)
         ]
         return {"project": "*all*" if project is None else project_root(project), "results": rows}
 
@@ -341,18 +344,18 @@ class Recall(HookAnswers):
         ranked = time.perf_counter()
         kept = self._unmuted(hits)
         selection = select(kept, self.thresholds, root, relevance, self.marks.successors_for)
-        muted: tuple[str, ...] = ()
+        muted: list[tuple[str, str]] = []
         if len(kept) < len(hits):  # what the mute list kept out, for `why` (issue #21)
             would = select(hits, self.thresholds, root, relevance, self.marks.successors_for)
             left = {h.record.path for h in kept}
-            muted = tuple(h.record.path for h in would.chosen if h.record.path not in left)
+            muted = [(h.record.path, PROMPT) for h in would.chosen if h.record.path not in left]
         records = [h.record for h in selection.chosen]
         given = self._give(session, records, selection.byte_cap, HEADER)
         done = time.perf_counter()
         return given.answer(
             selection,
             root,
-            muted=muted,
+            muted=self._with_successors_muted(muted, records, given),
             timings_ms={
                 "wait": (ranked - started) * 1000 - embed_ms - search_ms,
                 "embed": embed_ms,

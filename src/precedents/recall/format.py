@@ -198,31 +198,36 @@ def _commit_parts(record: DocumentRecord, mark: str, tail: str) -> LineParts:
     return LineParts(f"{head} {subject}", " — ", rationale, tail)
 
 
-def record_json(hit: DocumentHit, mark: str | None = None) -> QueryRow:
+def record_json(hit: DocumentHit, mark: str | None = None, *, muted: bool = False) -> QueryRow:
     """The ``precedents query --json`` (and MCP ``recall``) shape of one result: every
     field inert as on the hook's lines; a suspect record keeps its path, kind, date and
     mark, and says ``"suspect": true`` instead of its name, description and id. A team
-    note says ``"team": true`` and its ``author`` (withheld too when it is suspect)."""
+    note says ``"team": true`` and its ``author`` (withheld too when it is suspect). A
+    ``muted`` record (recall/mute.py) still ranks, as its path, kind, date and mark with
+    ``"muted": true``: its words are withheld like a suspect record's."""
     r = hit.record
     suspect = bool(suspect_of(r))
+    withheld = suspect or muted
     row: QueryRow = {
         "kind": r.kind,
         "project": inert_path(r.project),
         "path": inert_path(r.path),
-        "name": "" if suspect else inert(r.name, NAME_CHARS),
-        "description": "" if suspect else inert(r.description, TEXT_CHARS),
+        "name": "" if withheld else inert(r.name, NAME_CHARS),
+        "description": "" if withheld else inert(r.description, TEXT_CHARS),
         "date": _day(r.date),
-        "adr_id": "" if suspect else inert(r.adr_id, ID_CHARS),
+        "adr_id": "" if withheld else inert(r.adr_id, ID_CHARS),
         "score": round(hit.score, 4),
         "suspect": suspect,
         "team": r.team,
     }
+    if muted:
+        row["muted"] = True
     if r.team:
         you = is_local_user(r.author, r.project)
-        row["author"] = "" if suspect else shown_author(r.author, you=you)
+        row["author"] = "" if withheld else shown_author(r.author, you=you)
     if r.kind == "commit":
         row["short"] = inert(commit_short(r.path), ID_CHARS)
-    if r.decided:
+    if r.decided and not muted:
         row["exchange"] = r.decided_exchange
         row["decided"] = _day(r.decided_on)
     if mark is not None:

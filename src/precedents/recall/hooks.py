@@ -6,19 +6,27 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 from precedents.ingest.heads import PROVISIONAL
 from precedents.ingest.sources import project_keys, project_root
 from precedents.ingest.team import TEAM
 from precedents.protocol import EVENT_FILE, EVENT_PROMPT, HEADER, printed_bytes
-from precedents.recall.answer import Answer
+from precedents.recall.answer import Answer, Withheld
 from precedents.recall.commit_files import CommitFiles
 from precedents.recall.files import FileScopes, relative_to_root
 from precedents.recall.format import render_records, suspect_of, team_mark
 from precedents.recall.loaded import left_to_client, session_tools
 from precedents.recall.marks import AdrMarks
-from precedents.recall.mute import MuteList
+from precedents.recall.mute import (
+    ALWAYS_RULE,
+    FILE_HOOK,
+    LIVE_ADR,
+    SUCCESSOR,
+    TEAM_NEWS,
+    MuteList,
+)
 from precedents.recall.selection import WIDE_CAP_BYTES, Selection
 from precedents.recall.sessions import SessionLog
 from precedents.recall.start import session_text
@@ -50,7 +58,7 @@ class Given(NamedTuple):
         selection: Selection,
         project: str,
         timings_ms: dict[str, float],
-        muted: tuple[str, ...] = (),
+        muted: Sequence[Withheld] = (),
     ) -> Answer:
         """The :class:`Answer` of a hook call that gave this (prompt and file hooks alike)."""
         return Answer(
@@ -62,7 +70,7 @@ class Given(NamedTuple):
             suspect=self.suspect,
             team=dict(self.team),
             decided=dict(self.decided),
-            muted=muted,
+            muted=tuple(muted),
             timings_ms=timings_ms,
         )
 
@@ -110,6 +118,23 @@ class HookAnswers:
         return Given(
             tuple(sorted(withheld)), text, tuple(r.path for r in shown), suspect, team, decided
         )
+
+    def _with_successors_muted(
+        self, muted: Sequence[Withheld], records: Sequence[DocumentRecord], given: Given
+    ) -> list[Withheld]:
+        """``muted`` plus the muted successors of the records ``given`` shows: the lines
+        that would have come with them (recall/marks.py), for `why`."""
+        out = list(muted)
+        listed = {path for path, _ in out}
+        shown = set(given.shown)
+        for record in records:
+            if record.path not in shown:
+                continue
+            for path in self.marks.muted_successors(record):
+                if path not in listed:
+                    listed.add(path)
+                    out.append((path, SUCCESSOR))
+        return out
 
     def _render(
         self,
@@ -172,13 +197,19 @@ class HookAnswers:
         found = client.give
         # A session's own log is never recalled into it (its deciding chat names files).
         own = scopes.logs_by_session.get(session) if session else None
-        muted = self.muted.paths() | ({own} if own else set())
+        muted = self.muted.paths()
+        hidden = muted | ({own} if own else set())
         records: list[DocumentRecord] = []
+        withheld: list[Withheld] = []
         texts: set[str] = set()
         for s in found:
+            if s.record.path in muted and s.record.path != own:
+                if (s.record.path, FILE_HOOK) not in withheld:
+                    withheld.append((s.record.path, FILE_HOOK))  # for `why`
+                continue
             # One text under two names (a nested CLAUDE.md linking to its AGENTS.md) once.
             text_id = s.digest or s.record.path
-            if s.record.path not in muted and text_id not in texts:
+            if s.record.path not in hidden and text_id not in texts:
                 texts.add(text_id)
                 records.append(s.record)
         # The decision commits that touched it, newest first, each with the later
@@ -186,7 +217,7 @@ class HookAnswers:
         later: dict[str, str] = {}
         for path_of, line in self.commit_files.for_file(root, rel):
             commit = scopes.commits.get(path_of)
-            if commit is not None and path_of not in muted and path_of not in texts:
+            if commit is not None and path_of not in hidden and path_of not in texts:
                 texts.add(path_of)
                 records.append(commit)
                 if line:
@@ -199,7 +230,12 @@ class HookAnswers:
         given = self._give(session, records, FILE_CAP_BYTES, HEADER, EVENT_FILE, later)
         # Rules left to Claude Code count as withheld: `why` lists them.
         given = given._replace(withheld=tuple(sorted({*given.withheld, *client.skipped})))
-        return given.answer(selection, root, {"total": (time.perf_counter() - started) * 1000})
+        return given.answer(
+            selection,
+            root,
+            {"total": (time.perf_counter() - started) * 1000},
+            self._with_successors_muted(withheld, records, given),
+        )
 
     def instructions_loaded(self, path: str, *, session: str = "") -> bool:
         """Remember that Claude Code loaded the instruction file ``path`` (absolute) into
@@ -225,23 +261,49 @@ class HookAnswers:
         return self.team_seen.news(root, notes)
 
     def session_context(self, cwd: str, *, session: str = "") -> str | None:
+        """The SessionStart text (:meth:`session_answer`'s)."""
+        return self.session_answer(cwd, session=session).context
+
+    def session_answer(self, cwd: str, *, session: str = "") -> Answer:
         """The SessionStart text: the rules that always apply, then the repository's live
-        ADRs (ids and titles only), capped. A session starting (new, resumed, cleared or
-        compacted) holds nothing it was given before: its memory starts afresh."""
+        ADRs (ids and titles only), capped; and the records of those lists the mute list
+        kept out. A session starting (new, resumed, cleared or compacted) holds nothing
+        it was given before: its memory starts afresh."""
+        started = time.perf_counter()
         self.sessions.forget(session)
         root = project_root(cwd)
         keys = tuple(project_keys(root))
+        muted = self.muted.paths()
+        withheld: list[Withheld] = []
         seen: dict[str, dict[str, Any]] = {}
         for m in self._snapshot.meta:
             if m["kind"] == "adr" and m["project"] == root:
                 seen.setdefault(m["path"], m)
         live = []
-        for _path, m in sorted(seen.items(), key=lambda kv: (kv[1]["adr_id"] or "", kv[0])):
+        for path, m in sorted(seen.items(), key=lambda kv: (kv[1]["adr_id"] or "", kv[0])):
             record = DocumentRecord.from_row(m)
-            if self.marks.adr_mark(record) == "":
+            if self.marks.adr_mark(record) != "":
+                continue
+            if path in muted:
+                withheld.append((path, LIVE_ADR))
+            else:
                 live.append(record)
-        muted = self.muted.paths()
-        rules = [s for s in self.scopes.always(keys) if s.record.path not in muted]
-        text, listed = session_text([s.record for s in rules], live, self._team_news(root))
+        rules = []
+        for s in self.scopes.always(keys):
+            if s.record.path in muted:
+                withheld.append((s.record.path, ALWAYS_RULE))
+            else:
+                rules.append(s)
+        news = self._team_news(root)
+        if news is not None and muted:
+            kept = tuple(r for r in news.changed if r.path not in muted)
+            withheld.extend((r.path, TEAM_NEWS) for r in news.changed if r.path in muted)
+            news = replace(news, changed=kept)
+        text, listed = session_text([s.record for s in rules], live, news)
         self.sessions.give(session, [(s.record.path, s.digest) for s in rules[:listed]])
-        return text
+        return Answer(
+            text,
+            project=root,
+            muted=tuple(withheld),
+            timings_ms={"total": (time.perf_counter() - started) * 1000},
+        )

@@ -9,24 +9,36 @@ mark is ``status unknown``: a record whose status is not known must never be
 shown as if it were current. Nor is a record whose id another ADR folder of its
 project claims too (adr_graph/duplicates.py): it gets ``⚠️duplicate id → also
 PATH`` after its own folder's mark.
+
+A muted record (recall/mute.py) is never a successor: it gets no line of its own
+after (or, a chat, before) the record it replaced. The replaced record keeps its
+mark, since its status is a fact, and the mark names a muted ADR by its id only,
+followed by ``(muted)`` (``⚠️superseded → ADR-0011 (muted)``): the agent learns
+that the decision changed, and nothing of the muted one's text. A muted chat that
+amended a record is not named at all (``⚠️amended DAY → a muted conversation``):
+its title is its content.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from threading import Lock
 from typing import Any
 
 from precedents.adr_graph import build_graph
 from precedents.adr_graph.duplicates import duplicate_mark
-from precedents.recall.amendments import Amendments
+from precedents.adr_graph.model import label_for
+from precedents.recall.amendments import AMENDED_MARK, Amendments
+from precedents.recall.mute import name_muted
 from precedents.secrets.mask import mask_secrets
 from precedents.store.rows import DocumentRecord
 
 log = logging.getLogger("precedents.daemon")
 
 UNKNOWN_MARK = "status unknown"
+MUTED_CHAT = "a muted conversation"  # in place of a muted amending chat's title
 
 
 class AdrMarks:
@@ -40,6 +52,8 @@ class AdrMarks:
         self.amendments = Amendments()
         # ADR paths whose id another folder of the project claims: set with each snapshot.
         self.duplicates: dict[str, list[str]] = {}
+        # The paths the user muted now (Recall sets its MuteList's): never a successor.
+        self.muted: Callable[[], frozenset[str]] = frozenset
 
     def invalidate(self) -> None:
         """Forget every graph (the store changed: an ADR may have changed)."""
@@ -61,13 +75,26 @@ class AdrMarks:
 
         Empty for a live, proposed, rejected or unknown record that no chat amended,
         and for a successor outside the repository or missing (its mark names it anyway).
+        A muted successor is left out (its id stays in the mark, followed by "(muted)").
         """
+        muted = self.muted()
+        return [s for s in self._successors(record) if s.path not in muted]
+
+    def muted_successors(self, record: DocumentRecord) -> list[str]:
+        """The paths of ``record``'s successors that the mute list keeps out (for `why`)."""
+        muted = self.muted()
+        if not muted:
+            return []
+        return [s.path for s in self._successors(record) if s.path in muted]
+
+    def _successors(self, record: DocumentRecord) -> list[DocumentRecord]:
         if record.kind != "adr":
             return self.amendments.successors_for(record)
-        replaced = self._adr_successors(record)
+        replaced = [live for live, _ in self._adr_successors(record)]
         return replaced or self.amendments.successors_for(record)
 
-    def _adr_successors(self, record: DocumentRecord) -> list[DocumentRecord]:
+    def _adr_successors(self, record: DocumentRecord) -> list[tuple[DocumentRecord, str]]:
+        """The live ends of ``record``'s chain, each with the label its mark names it by."""
         path = Path(record.path)
         try:
             graph = self._graph(path.parent)
@@ -79,16 +106,15 @@ class AdrMarks:
             for rid in ids:
                 live = graph.records.get(rid)
                 if live is not None and live.status == "live":
-                    out.append(
-                        DocumentRecord(
-                            "adr",
-                            record.project,
-                            str(graph.folder / live.path),
-                            live.title,
-                            date=live.date or "",
-                            adr_id=live.id,
-                        )
+                    successor = DocumentRecord(
+                        "adr",
+                        record.project,
+                        str(graph.folder / live.path),
+                        live.title,
+                        date=live.date or "",
+                        adr_id=live.id,
                     )
+                    out.append((successor, label_for(live.id, live.number)))
             return out
         except Exception as exc:  # a broken ADR folder must not break the hook's answer
             log.warning("ADR graph for %s failed: %s", path.parent, exc)
@@ -98,19 +124,36 @@ class AdrMarks:
         """A record's mark: an ADR's SPEC §4 mark, else (a live ADR, a conversation, a
         note) ``⚠️amended DAY → TITLE`` when a later chat amended it; '' for none."""
         if record.kind != "adr":
+            return self._amended_mark(record)
+        return self.adr_mark(record) or self._amended_mark(record)
+
+    def _amended_mark(self, record: DocumentRecord) -> str:
+        """The amended mark; a muted chat is not named (its title is its content)."""
+        found = self.amendments.get(record)
+        if found is None or found.by.path not in self.muted():
             return self.amendments.mark_for(record)
-        return self.adr_mark(record) or self.amendments.mark_for(record)
+        day = f" {found.day}" if found.day else ""
+        return f"{AMENDED_MARK}{day} → {MUTED_CHAT}"
 
     def adr_mark(self, record: DocumentRecord) -> str:
         """The SPEC §4 mark of an ADR record ('' when live, ``status unknown`` when unsure),
-        and the duplicate mark when another folder of its project claims its id."""
+        a muted successor's id followed by "(muted)", and the duplicate mark when another
+        folder of its project claims its id."""
         if record.kind != "adr":
             return ""
         mark = self._graph_mark(record)
+        if mark and self.muted():
+            mark = self._muted_named(record, mark)
         others = self.duplicates.get(record.path)
         if not others:
             return mark
         return f"{mark}; {duplicate_mark(others)}" if mark else duplicate_mark(others)
+
+    def _muted_named(self, record: DocumentRecord, mark: str) -> str:
+        """``mark`` with "(muted)" after each successor id the mute list keeps out."""
+        muted = self.muted()
+        ends = self._adr_successors(record)
+        return name_muted(mark, [label for live, label in ends if live.path in muted])
 
     def _graph_mark(self, record: DocumentRecord) -> str:
         path = Path(record.path)

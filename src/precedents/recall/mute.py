@@ -2,8 +2,15 @@
 
 Kept in the state folder (``muted.json``: a list of absolute paths), read by
 the daemon on every question when the file changed (one ``stat``), so a mute
-takes effect at the next message without a restart. A muted record still
-ranks in `precedents query`; it is only never injected.
+takes effect at the next message without a restart.
+
+A muted record is delivered by no route: the prompt hook's selection, the
+successor line of a replaced ADR or an amended record (recall/marks.py), the
+file hook, SessionStart's lists (always-apply rules, live ADRs, changed team
+notes), the MCP tools, and `precedents query`, which still ranks it but shows
+its path, kind, date and mark only (its words are withheld, as a suspect
+record's are). What each hook answer withheld for the mute list is logged with
+its route (:data:`ROUTES`), and `precedents why` lists it.
 
 What may be muted (:meth:`MuteList.check`): a file that exists. A path that
 names nothing, or a folder, would be a mute that mutes nothing, so it is
@@ -17,12 +24,34 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
 from precedents.errors import UsageError
 
 FILE = "muted.json"
+
+# The routes by which a muted record would have reached the agent (`why` names them).
+PROMPT = "prompt"  # chosen by the prompt hook's selection
+SUCCESSOR = "successor"  # the line that comes with a record it replaced or amended
+FILE_HOOK = "file"  # scoped to, or naming, the file a tool touched
+ALWAYS_RULE = "always-rule"  # SessionStart's rules that always apply
+LIVE_ADR = "live-adr"  # SessionStart's list of live ADRs
+TEAM_NEWS = "team-news"  # SessionStart's changed team notes
+ROUTES = (PROMPT, SUCCESSOR, FILE_HOOK, ALWAYS_RULE, LIVE_ADR, TEAM_NEWS)
+MUTED_NOTE = " (muted)"  # after a muted successor's id in a replaced ADR's mark
+
+
+def name_muted(mark: str, labels: Iterable[str]) -> str:
+    """``mark`` with "(muted)" after each of ``labels`` it names as a successor: the
+    ADR graph names a chain's ends as ``→ A, B`` (adr_graph/status.py ``_mark``). The
+    status is a fact and stays; the muted successor is named by its id, nothing more."""
+    for label in labels:
+        pattern = rf"(?:→|,) {re.escape(label)}(?=,|;| |$)"
+        mark = re.sub(pattern, lambda m: m.group(0) + MUTED_NOTE, mark, count=1)
+    return mark
 
 
 class MuteList:
