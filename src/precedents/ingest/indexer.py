@@ -309,7 +309,7 @@ class Indexer:
         known: dict[str, FileRecord] | None,
     ) -> IndexReport:
         known = self.store.files() if known is None else known
-        self._adr_graphs.clear()  # ADRs may have changed since the last pass
+        self.new_pass()
         if len(files) > HEADS_FROM:  # a first index or a big pull: heads first (heads.py)
 
             def stop() -> None:  # the watcher stops by raising from its progress callback
@@ -354,6 +354,10 @@ class Indexer:
             return self.store.delete_files(paths)
 
     # -- one file ----------------------------------------------------------------
+
+    def new_pass(self) -> None:
+        """Forget the ADR graphs read by the last pass: ADRs may have changed since."""
+        self._adr_graphs.clear()
 
     def prepare(
         self, src: SourceFile, known: dict[str, FileRecord], report: IndexReport

@@ -69,6 +69,7 @@ def heads_first(
     started = time.perf_counter()
     files = [src for p in paths if (src := route(p)) is not None and os.path.isfile(p)]
     headed = 0
+    indexer.new_pass()
     for group in groups(files, HEAD_BATCH):
         with indexer.writing():
             headed += index_heads(indexer, group, indexer.store.files(), stop)
