@@ -25,14 +25,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
 
 from precedents.ingest.report import IndexReport
 from precedents.store.rows import DocumentRecord, FileRecord
 
 if TYPE_CHECKING:
-    from precedents.ingest.indexer import Indexer
     from precedents.ingest.sources import Problem, SourceFile
+    from precedents.store import Store
 
 # A burst of more files than this is headed first: the watcher applies a pull in
 # groups of this many (watcher/batches.py), so a group is never headed on its own.
@@ -55,6 +58,31 @@ class Headed:
     doc: DocumentRecord
     chunks: list[str]
     problems: list[Problem]
+
+
+class Prepared(Protocol):
+    @property
+    def file(self) -> FileRecord: ...
+    @property
+    def doc(self) -> DocumentRecord | None: ...
+    @property
+    def chunks(self) -> list[str]: ...
+
+
+class Indexer(Protocol):
+    """What the heads pass needs of :class:`precedents.ingest.indexer.Indexer` (named
+    here, not imported: the indexer imports this module)."""
+
+    headed: dict[str, Headed]
+
+    @property
+    def store(self) -> Store: ...
+
+    def prepare(
+        self, src: SourceFile, known: dict[str, FileRecord], report: IndexReport
+    ) -> Prepared | None: ...
+
+    def embed(self, texts: list[str]) -> NDArray[np.float32]: ...
 
 
 def provisional(record: FileRecord | None) -> bool:
