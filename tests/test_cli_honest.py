@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from precedents.config import load_settings
-from precedents.config.profiles import device_in_use, runs_on_onnx
 from precedents.errors import ConfigError, InvalidSetting
+from precedents.profiles.registry import device_in_use, runs_on_onnx
 from precedents.store.summary import summarize
 from tests.conftest_daemon import hook_env, prompt_json, run_hook, running_daemon
 
@@ -99,19 +99,17 @@ def test_a_path_that_is_no_folder_is_one_line_and_exit_2(tmp_path: Path) -> None
         ["adr", "check", "--dir"],
         ["eval", "--set"],
     ]
-    # A missing path for each; a file for one option of each kind of check.
+    # A missing path for each; a file for a few.
     commands = [[*args, MISSING] for args in folder_options]
     commands += [[*folder_options[i], str(a_file)] for i in (0, 2, 4, 12, 13, 15)]
-    commands += [["check", MISSING], ["query", "x", "--json", "--project", MISSING]]
+    commands += [["query", "x", "--json", "--project", MISSING]]
     for out in run_all(tmp_path, commands):
         err = one_line(out)
         option = out.args[-2] if out.args[-2].startswith("-") else ""
         option = "--project" if option == "--repo" else option  # named by its first name
         assert err.startswith(f"precedents: {option} ".replace("  ", " ")), err
         if out.args[-1] == MISSING:
-            assert err.endswith(f"{MISSING}: no such folder") or err.endswith(
-                f"{MISSING}: no such file or folder"
-            ), err
+            assert err.endswith(f"{MISSING}: no such folder"), err
         else:
             assert err.endswith(f"{a_file}: a file, not a folder"), err
     assert not (tmp_path / "state").exists()  # refused before the command ran

@@ -142,8 +142,8 @@ def test_no_private_name_of_precedents_is_used_outside_its_package() -> None:
         ("src/precedents/recall/x.py", "from precedents.recall.vectors import _x", False),
         ("src/precedents/recall/x.py", "from .vectors import _x", False),
         ("src/precedents/hook/x.py", "from precedents.protocol import _x", True),
-        ("src/precedents/inert.py", "from precedents.kinds import _x", False),
-        ("src/precedents/inert.py", "from precedents.store.rows import _x", True),
+        ("src/precedents/config.py", "from precedents.kinds import _x", False),
+        ("src/precedents/config.py", "from precedents.store.rows import _x", True),
     ],
 )
 def test_the_rules_on_small_sources(where: str, code: str, flagged: bool) -> None:

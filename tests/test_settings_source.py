@@ -1,5 +1,5 @@
 """Settings come from one place (issue #22): every environment variable is read in
-``precedents/config/settings.py``, and the model layer is told what to load (a ModelSpec built
+``precedents/config.py``, and the model layer is told what to load (a ModelSpec built
 from a Settings), never reads a setting itself.
 
 The source is read with :mod:`ast`, so a read hidden in a function still counts and
@@ -21,7 +21,7 @@ from precedents.models import embedding, onnx_embedder
 from precedents.models.onnx_variants import choose
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "precedents"
-CONFIG = PACKAGE / "config" / "settings.py"
+CONFIG = PACKAGE / "config.py"
 
 # Every use of the environment outside config.py: (module, variable, how) -> why.
 # A variable of "*" is the whole environment, handed on to a child process.

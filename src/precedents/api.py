@@ -263,7 +263,7 @@ def _device_in_use(settings: Settings, found: dict[str, Any]) -> str:
     """The device the model of ``settings`` runs on, never "auto" (issue #29); the one
     recorded with the store when it last ran this model (`reindex` records it)."""
     from precedents.config import parse_model_id
-    from precedents.config.profiles import device_in_use
+    from precedents.profiles.registry import device_in_use
 
     stored = found.get("indexed_model")
     same = stored and parse_model_id(stored)[0] == parse_model_id(settings.model)[0]

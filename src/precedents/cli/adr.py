@@ -32,6 +32,7 @@ DirOption = Annotated[
     typer.Option(
         "--dir",
         help="ADR folder (default: the configured or conventional ADR folder of this repository).",
+        metavar="<dir>",
         callback=existing_folder,
     ),
 ]

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from precedents import api
-from precedents.cli.common import JsonOpt, add_commands, existing_path, print_json
+from precedents.cli.common import JsonOpt, add_commands, print_json
 from precedents.config import load_settings
 
 
@@ -26,7 +26,6 @@ def check(
             help="Files (or folders) to check, read from disk; default: the staged files, "
             "read from git's index.",
             show_default=False,
-            callback=existing_path,
         ),
     ] = None,
     all_files: Annotated[

@@ -41,8 +41,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class NoSuchPath(ClickUsageError):
-    """A path option or argument that names no folder (or file) of the kind it takes:
-    misuse, exit 2, one line (cli/entry.py prints it without a `--help` hint)."""
+    """A folder option that names no folder: misuse, exit 2, one line (cli/app.py prints
+    it without a `--help` hint)."""
 
 
 def _paths_of(value: Any) -> list[str]:
@@ -51,33 +51,19 @@ def _paths_of(value: Any) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list | tuple) else [str(value)]
 
 
-def _check_paths(param: typer.CallbackParam, value: Any, kind: str) -> Any:
-    """``value`` (one path or a list) when each names an existing ``kind`` ("folder",
-    "file" or "path": either); else :class:`NoSuchPath` naming the option and the path."""
+def existing_folder(param: typer.CallbackParam, value: Any) -> Any:
+    """Typer callback: ``value`` (one path or a list) when each names an existing folder
+    (a project, a source, an ADR or eval set folder); else :class:`NoSuchPath` naming
+    the option and the path."""
     name = param.opts[0] if param.opts and param.param_type_name == "option" else ""
     label = f"{name} " if name else ""
     for raw in _paths_of(value):
         path = Path(raw).expanduser()
-        shown = raw[:300]
         if not path.exists():
-            raise NoSuchPath(
-                f"{label}{shown}: no such {'file or folder' if kind == 'path' else kind}"
-            )
-        if kind == "folder" and not path.is_dir():
-            raise NoSuchPath(f"{label}{shown}: a file, not a folder")
-        if kind == "file" and path.is_dir():
-            raise NoSuchPath(f"{label}{shown}: a folder, not a file")
+            raise NoSuchPath(f"{label}{raw[:300]}: no such folder")
+        if not path.is_dir():
+            raise NoSuchPath(f"{label}{raw[:300]}: a file, not a folder")
     return value
-
-
-def existing_folder(param: typer.CallbackParam, value: Any) -> Any:
-    """Typer callback: every path given is an existing folder (the project, a source)."""
-    return _check_paths(param, value, "folder")
-
-
-def existing_path(param: typer.CallbackParam, value: Any) -> Any:
-    """Typer callback: every path given exists (a file or a folder)."""
-    return _check_paths(param, value, "path")
 
 
 # One declaration of each option that several commands take, so their names

@@ -42,9 +42,9 @@ from precedents.config import (
     model_profile,
     parse_model_id,
 )
-from precedents.config.profiles import RUNTIMES
 from precedents.errors import ConfigError, ModelError, ModelNotAvailable
 from precedents.models.parts import assembled_path, not_assembled, parted_model, setup_parted
+from precedents.profiles.registry import RUNTIMES
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer

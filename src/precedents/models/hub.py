@@ -15,14 +15,14 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from precedents.config.profiles import closest, listing, unknown_model_text
-from precedents.config.profiles import in_hub_cache as in_hub_cache
 from precedents.errors import ModelError, ModelNotAvailable
+from precedents.profiles.registry import closest, listing, unknown_model_text
+from precedents.profiles.registry import in_hub_cache as in_hub_cache
 
 
 def unknown_model(model: str, known: Mapping[str, Sequence[str]]) -> ModelNotAvailable:
     """The one-line error for a model id that names nothing precedents can load (the
-    text `load_settings` gives the same name: precedents.config.profiles)."""
+    text `load_settings` gives the same name: precedents.profiles.registry)."""
     return ModelNotAvailable(unknown_model_text(model, known))
 
 

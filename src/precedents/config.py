@@ -16,16 +16,20 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, get_type_hints
 
-from precedents.config.profiles import (
-    DEFAULT_MODEL,
-    RUNTIMES,
-    Thresholds,
-    device_problem,
-    model_problem,
-    parse_model_id,
-    seed_thresholds,
-)
 from precedents.errors import ConfigError, InvalidSetting
+
+# The model registry lives in precedents.profiles; its names are the settings' too.
+from precedents.profiles.registry import DEFAULT_MODEL as DEFAULT_MODEL
+from precedents.profiles.registry import MULTILINGUAL_MODEL as MULTILINGUAL_MODEL
+from precedents.profiles.registry import PROFILES as PROFILES
+from precedents.profiles.registry import RECOMMENDED_MODEL as RECOMMENDED_MODEL
+from precedents.profiles.registry import RUNTIMES, device_problem, model_problem
+from precedents.profiles.registry import Loader as Loader
+from precedents.profiles.registry import ModelProfile as ModelProfile
+from precedents.profiles.registry import Thresholds as Thresholds
+from precedents.profiles.registry import model_profile as model_profile
+from precedents.profiles.registry import parse_model_id as parse_model_id
+from precedents.profiles.registry import seed_thresholds as seed_thresholds
 from precedents.protocol import default_home
 
 CONFIG_FILE = "config.toml"

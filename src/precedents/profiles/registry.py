@@ -1,11 +1,8 @@
-"""The models precedents knows, under the ids the store records, and how a name is judged.
-
-The registry lives outside ``precedents.models`` because the settings need the
-seed thresholds and the store and secrets layers, which import the settings,
-must not reach the model layer (tests/test_layout.py). The settings
-(:mod:`precedents.config`) re-export every name here; the checks a model setting
-gets (:func:`name_problem`) live here too, so that `load_settings` and the model
-loader judge a name the same way.
+"""The model registry: every model precedents knows, with its aliases, loader, runtime
+variants, seed thresholds and prefixes; and the checks a model, device or runtime
+setting gets (:func:`model_problem`, :func:`device_problem`), so that
+`load_settings` and the model loader judge a name the same way, and the device a
+model runs on (:func:`device_in_use`, for `status`) without loading it.
 """
 
 from __future__ import annotations
