@@ -213,6 +213,8 @@ def test_the_daemon_refuses_to_start_with_a_wrong_setting(tmp_path: Path) -> Non
     assert not any((home / "run").glob("*")) if (home / "run").exists() else True
     hooked = run_hook(home, prompt_json("how do we store money?", tmp_path), env=dict(env))
     assert hooked.returncode == 0 and hooked.stdout == b"", hooked
+    calls = (home / "logs" / "hook.log").read_text().splitlines()  # its one line
+    assert len(calls) == 1 and "outcome" in json.loads(calls[0].split(": ", 1)[1]), calls
 
 
 def test_query_never_takes_the_answer_of_a_daemon_with_another_model(tmp_path: Path) -> None:
