@@ -47,7 +47,7 @@ traceback, never a framed panel, never a success (issue #29).
   listed: ``precedents: No such option: --projct (Possible options: --project)
   (see `precedents query --help`)``. `--help` prints as below, exit 0; a group
   run alone (`precedents`, `precedents adr`) prints its help.
-- **Paths.** Every path option and argument is checked by one typer callback
+- **Paths.** Every folder option is checked by one typer callback
   (`cli/common.py`) before the command runs, so nothing is written: a folder
   option (`--project`/`--repo`, `--notes`, `--rules`, `--adrs`,
   `--conversations`, `adr … --dir`, `install-hook --project`, `eval --set`)
@@ -71,7 +71,9 @@ traceback, never a framed panel, never a success (issue #29).
   `cuda`, `cuda:N`, `mps`), `runtime` (`auto`, `onnx`, `torch`), sizes,
   budgets and the idle timeout above 0, `http_port` 0-65535, and numbers that
   are numbers. `PRECEDENTS_TORCH_THREADS`, a knob for measuring, is still
-  ignored when it is not a whole number.
+  ignored when it is not a whole number, and the hook (standard library only)
+  still reads its two budgets itself, falling back to the defaults on a
+  malformed one: the daemon it starts refuses that value and logs why.
 - **A daemon of another model.** `query` asks the running daemon; when its
   model differs from the one this shell's settings name (an alias counts as
   the same model), the daemon's answer would be another model's ranking. The
@@ -80,7 +82,8 @@ traceback, never a framed panel, never a success (issue #29).
   answer with these settings, or set the same model here``. Refusing, not
   answering in-process, because the store holds one model's vectors: the
   shell's model could not rank it either, and a silent reload would cost
-  seconds on every call.
+  seconds on every call. The check is one `ping` before the question: 0.1 ms
+  (median of 50, warm daemon) beside the query's 3.2 ms.
 
 `status` reports the device the model runs on, never `auto`: the device
 recorded with the store when it last ran this model, else the one the loader
