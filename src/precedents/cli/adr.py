@@ -18,7 +18,7 @@ import typer
 from precedents import api
 from precedents.adr_graph.model import STATUSES
 from precedents.adr_graph.view import GUTTER, WITHHELD, line_label, shown_date
-from precedents.cli.common import JsonOpt, add_commands, print_json
+from precedents.cli.common import JsonOpt, add_commands, existing_folder, print_json
 from precedents.config import load_settings
 from precedents.errors import UsageError
 from precedents.inert import SUSPECT_MARK, inert_path
@@ -32,7 +32,8 @@ DirOption = Annotated[
     typer.Option(
         "--dir",
         help="ADR folder (default: the configured or conventional ADR folder of this repository).",
-        file_okay=False,
+        metavar="<dir>",
+        callback=existing_folder,
     ),
 ]
 IdArgument = Annotated[str, typer.Argument(metavar="ID", help="ADR id, number or path.")]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -18,6 +19,7 @@ import precedents.cli.service as service
 import precedents.cli.uninstall as uninstall
 import precedents.cli.watch as watch
 import precedents.cli.why as why
+from precedents.cli.common import ClickException, ClickUsageError, NoArgsIsHelp, NoSuchPath
 from precedents.cli.fast import start_process
 
 app = typer.Typer(
@@ -45,6 +47,38 @@ def _root(
     start_process(verbose)
 
 
-def main() -> None:
-    """Console-script entry point."""
-    app()
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: the app, its usage errors as one line and exit 2.
+
+    Typer's own handling (standalone mode) frames a usage error in a 5-6 line
+    panel; README promises one line (issue #29). So the app runs without it and
+    :func:`usage_line` writes the line; ``--help`` is untouched.
+    """
+    try:
+        code = app(args=argv, standalone_mode=False)
+    except NoArgsIsHelp as exc:
+        exc.show()  # `precedents` or `precedents adr` alone: the help, as ever
+        code = exc.exit_code
+    except ClickUsageError as exc:
+        typer.echo(usage_line(exc), err=True)
+        code = exc.exit_code
+    except ClickException as exc:
+        typer.echo(f"precedents: {_one_line(exc.format_message())}", err=True)
+        code = exc.exit_code
+    except typer.Abort:
+        typer.echo("precedents: interrupted", err=True)
+        code = 130
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def usage_line(exc: ClickUsageError) -> str:
+    """A usage error as one line: what is wrong and, unless it is a path that does not
+    exist (cli/common.py), where the command's options are listed."""
+    line = f"precedents: {_one_line(exc.format_message())}"
+    if exc.ctx is None or isinstance(exc, NoSuchPath):
+        return line
+    return f"{line} (see `{exc.ctx.command_path} --help`)"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

@@ -22,23 +22,77 @@ import typer
 from precedents.errors import PrecedentsError, UsageError, disk_full, is_disk_full
 
 if TYPE_CHECKING:
+    from typer._click import exceptions as click_errors
+
     from precedents.api import Sources
+else:
+    # Typer 0.2x carries its own copy of click (typer._click); older ones use click.
+    try:
+        from typer._click import exceptions as click_errors
+    except ImportError:  # pragma: no cover - typer before it vendored click
+        from click import exceptions as click_errors
+
+# The usage errors the app raises (cli/app.py prints each as one line).
+ClickException = click_errors.ClickException
+ClickUsageError = click_errors.UsageError
+NoArgsIsHelp = click_errors.NoArgsIsHelpError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+
+class NoSuchPath(ClickUsageError):
+    """A folder option that names no folder: misuse, exit 2, one line (cli/app.py prints
+    it without a `--help` hint)."""
+
+
+def _paths_of(value: Any) -> list[str]:
+    if value is None:
+        return []
+    return [str(v) for v in value] if isinstance(value, list | tuple) else [str(value)]
+
+
+def existing_folder(param: typer.CallbackParam, value: Any) -> Any:
+    """Typer callback: ``value`` (one path or a list) when each names an existing folder
+    (a project, a source, an ADR or eval set folder); else :class:`NoSuchPath` naming
+    the option and the path."""
+    name = param.opts[0] if param.opts and param.param_type_name == "option" else ""
+    label = f"{name} " if name else ""
+    for raw in _paths_of(value):
+        path = Path(raw).expanduser()
+        if not path.exists():
+            raise NoSuchPath(f"{label}{raw[:300]}: no such folder")
+        if not path.is_dir():
+            raise NoSuchPath(f"{label}{raw[:300]}: a file, not a folder")
+    return value
+
+
 # One declaration of each option that several commands take, so their names
-# and help texts cannot drift apart between commands.
+# and help texts cannot drift apart between commands. Every path option is
+# checked by the callbacks above, before the command runs (issue #29: a missing
+# --project was answered as an empty project, rc 0).
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print data as JSON.")]
 ProjectOpt = Annotated[
     str | None,
-    typer.Option("--project", "--repo", help="Project root (default: this directory's root)."),
+    typer.Option(
+        "--project",
+        "--repo",
+        help="Project root (default: this directory's root).",
+        callback=existing_folder,
+    ),
 ]
 ModelOpt = Annotated[str | None, typer.Option(help="Embedding model id or folder.")]
-NotesOpt = Annotated[list[Path] | None, typer.Option("--notes", help="A notes folder.")]
-RulesOpt = Annotated[list[Path] | None, typer.Option("--rules", help="A rules folder.")]
-AdrsOpt = Annotated[list[Path] | None, typer.Option("--adrs", help="An ADR folder.")]
+NotesOpt = Annotated[
+    list[Path] | None, typer.Option("--notes", help="A notes folder.", callback=existing_folder)
+]
+RulesOpt = Annotated[
+    list[Path] | None, typer.Option("--rules", help="A rules folder.", callback=existing_folder)
+]
+AdrsOpt = Annotated[
+    list[Path] | None, typer.Option("--adrs", help="An ADR folder.", callback=existing_folder)
+]
 ConversationsOpt = Annotated[
-    list[Path] | None, typer.Option("--conversations", help="A folder of .jsonl logs.")
+    list[Path] | None,
+    typer.Option("--conversations", help="A folder of .jsonl logs.", callback=existing_folder),
 ]
 
 

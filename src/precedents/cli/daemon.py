@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from precedents import api
-from precedents.cli.common import JsonOpt, add_commands, print_json
+from precedents.cli.common import JsonOpt, add_commands, existing_folder, print_json
 from precedents.config import load_settings
 from precedents.errors import UsageError
 
@@ -60,6 +60,7 @@ def install_hook(
             "--project",
             help="Register in DIR/.claude/settings.local.json (not committed) "
             "instead of your own settings.",
+            callback=existing_folder,
         ),
     ] = None,
     shared: Annotated[

@@ -8,14 +8,18 @@ from typing import Annotated, Any
 import typer
 
 from precedents import api
-from precedents.cli.common import JsonOpt, ModelOpt, add_commands, print_json
+from precedents.cli.common import JsonOpt, ModelOpt, add_commands, existing_folder, print_json
 from precedents.config import load_settings
 
 
 def eval_(
     sets: Annotated[
         list[Path],
-        typer.Option("--set", help="An eval set folder (docs/eval.md); repeat for several."),
+        typer.Option(
+            "--set",
+            help="An eval set folder (docs/eval.md); repeat for several.",
+            callback=existing_folder,
+        ),
     ],
     tune: Annotated[bool, typer.Option("--tune", help="Search the threshold grid too.")] = False,
     model: ModelOpt = None,

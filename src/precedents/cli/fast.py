@@ -16,6 +16,7 @@ import functools
 import logging
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 # query's options taken here: flags, and options with one value each.
@@ -59,6 +60,8 @@ def _parse_query(args: list[str]) -> tuple[str, dict[str, Any]] | None:
             value = args[i + 1]
             if value.startswith("-") or (arg == "-k" and not value.isdigit()):
                 return None
+            if _QUERY_VALUES[arg] == "project" and not Path(value).expanduser().is_dir():
+                return None  # typer's callback (cli/common.py) says what is wrong with it
             kwargs[_QUERY_VALUES[arg]] = int(value) if arg == "-k" else value
             i += 1
         elif not arg.startswith("-") and text is None:

@@ -32,7 +32,8 @@ def setup(
     as_json: JsonOpt = False,
 ) -> None:
     """Make the model available (the only command that may download), then load it once."""
-    info = api.setup(load_settings(), model)
+    # The model named may be one to download: it is not looked for on this machine yet.
+    info = api.setup(load_settings(fetching=True), model)
     if as_json:
         print_json(info)
         return

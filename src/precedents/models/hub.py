@@ -11,60 +11,19 @@ one, or no network (the one case where the network is to blame).
 
 from __future__ import annotations
 
-import difflib
 import os
-from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from precedents.errors import ModelError, ModelNotAvailable
-
-
-def closest(model: str, names: Iterable[str]) -> str | None:
-    """The known name ``model`` most likely misspells, if one is close."""
-    pool = list(names)
-    lowered = {n.lower(): n for n in pool}
-    match = difflib.get_close_matches(model.lower(), list(lowered), n=1, cutoff=0.75)
-    if match:
-        return lowered[match[0]]
-    # A short name typed for a namespaced one ("all-MiniLM-L6-v3"): compare the tails.
-    tails = {n.rsplit("/", 1)[-1].lower(): n for n in pool}
-    match = difflib.get_close_matches(model.rsplit("/", 1)[-1].lower(), list(tails), 1, 0.75)
-    return tails[match[0]] if match else None
-
-
-def _listing(known: Mapping[str, Sequence[str]]) -> str:
-    return "; ".join(f"{m} ({', '.join(a)})" if a else m for m, a in known.items())
+from precedents.profiles.registry import closest, listing, unknown_model_text
+from precedents.profiles.registry import in_hub_cache as in_hub_cache
 
 
 def unknown_model(model: str, known: Mapping[str, Sequence[str]]) -> ModelNotAvailable:
-    """The one-line error for a model id that names nothing precedents can load."""
-    names = [n for model_id, aliases in known.items() for n in (model_id, *aliases)]
-    guess = closest(model, names)
-    hint = f" (did you mean {guess!r}?)" if guess else ""
-    return ModelNotAvailable(
-        f"model {model!r} is not a model precedents knows{hint}, nor a folder, nor a "
-        f"Hugging Face model on this machine. Known: {_listing(known)}. Another Hugging "
-        "Face model must be fetched first: `precedents setup --model ORG/NAME`"
-    )
-
-
-def _hub_names(model: str) -> list[str]:
-    # sentence-transformers reads a bare name as one of its own models.
-    return [model] if "/" in model else [model, f"sentence-transformers/{model}"]
-
-
-def in_hub_cache(model: str) -> bool:
-    """Whether a snapshot of ``model`` is in the local Hugging Face cache."""
-    try:
-        from huggingface_hub.constants import HF_HUB_CACHE
-    except ImportError:  # the default install: no hub client, so nothing it could load
-        return False
-    for name in _hub_names(model):
-        snapshots = Path(HF_HUB_CACHE) / f"models--{name.replace('/', '--')}" / "snapshots"
-        if snapshots.is_dir() and any(snapshots.iterdir()):
-            return True
-    return False
+    """The one-line error for a model id that names nothing precedents can load (the
+    text `load_settings` gives the same name: precedents.profiles.registry)."""
+    return ModelNotAvailable(unknown_model_text(model, known))
 
 
 def download(model: str, known: Mapping[str, Sequence[str]], torch_extra: str) -> str:
@@ -110,7 +69,7 @@ def _download_error(
     if "RepositoryNotFoundError" in kinds:
         return ModelNotAvailable(
             f"model {model!r} does not exist on Hugging Face (or is private){hint}. "
-            f"Known: {_listing(known)}"
+            f"Known: {listing(known)}"
         )
     if "LocalEntryNotFoundError" in kinds:  # the hub could not be reached, nothing cached
         return ModelError(

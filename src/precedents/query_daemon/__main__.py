@@ -7,18 +7,31 @@ race to start it.
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
 
 
 def main() -> int:
-    """Serve until idle; 0 when another daemon already runs, 1 on an error (one line on stderr)."""
-    from precedents.config import load_settings, private_umask
-    from precedents.errors import PrecedentsError
+    """Serve until idle; 0 when another daemon already runs, 1 on an error, 2 on a wrong
+    setting (one line on stderr, and in the log for a wrong setting)."""
+    from precedents.config import Settings, load_settings, private_umask, state_dir
+    from precedents.errors import ConfigError, PrecedentsError
     from precedents.query_daemon.server import DaemonRunning, configure_logging, serve
 
     private_umask()
     try:
         settings = load_settings()
+    except ConfigError as exc:
+        # The hook started it with nowhere to print: its log says why it would not
+        # start (a wrong setting), once; the hook's spawn stamp keeps it from retrying.
+        configure_logging(Settings(home=state_dir()))
+        logging.getLogger("precedents.daemon").error(
+            "daemon %d exited (error: %s)", os.getpid(), exc
+        )
+        print(f"precedents: {exc}", file=sys.stderr)
+        return 2
+    try:
         configure_logging(settings)
         reason = serve(settings)
     except DaemonRunning:

@@ -95,10 +95,13 @@ def count_files(files: pa.Table) -> dict[tuple[str, str], dict[str, int]]:
     out: dict[tuple[str, str], dict[str, int]] = {}
     for row in files.to_pylist():
         key = (row["kind"], row["project"])
-        entry = out.setdefault(key, {"files": 0, "documents": 0, "chunks": 0})
+        entry = out.setdefault(key, {"files": 0, "documents": 0, "chunks": 0, "indexed_at": 0})
         entry["files"] += 1
         entry["documents"] += 1 if row["chunks"] else 0
         entry["chunks"] += int(row["chunks"] or 0)
+        # The newest write of a file, in whole seconds: `status`'s "last indexed" counts
+        # every write (a `remember`, the watcher's), not only a full pass (issue #29).
+        entry["indexed_at"] = max(entry["indexed_at"], int(row.get("indexed_at") or 0))
     return out
 
 

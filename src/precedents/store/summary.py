@@ -32,7 +32,9 @@ class Countable(Protocol):
 def summarize(store: Countable) -> dict[str, Any]:
     """Documents and chunks by kind and by project, the store's size and its stamps."""
     info: dict[str, Any] = {"kinds": {}, "projects": {}, "documents": 0, "chunks": 0}
+    newest = 0.0  # the newest write of any file (a `remember`, the watcher's)
     for (kind, proj), c in sorted(store.counts().items()):
+        newest = max(newest, float(c.get("indexed_at", 0)))
         for key, bucket in (("kinds", kind), ("projects", proj)):
             entry = info[key].setdefault(bucket, {"documents": 0, "chunks": 0})
             entry["documents"] += c["documents"]
@@ -51,9 +53,11 @@ def summarize(store: Countable) -> dict[str, Any]:
     info["model_load_seconds"] = (
         float(meta["model_load_seconds"]) if "model_load_seconds" in meta else None
     )
-    last = meta.get("last_indexed")
+    # A full pass stamps its end; a single note indexed since (`remember`, the watcher,
+    # the daemon) only its file's row: the later of the two is the last write.
+    last = max(float(meta.get("last_indexed") or 0), newest)
     info["last_indexed"] = (
-        time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(float(last))) if last else None
+        time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(last)) if last else None
     )
     return info
 
