@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -64,11 +65,13 @@ def hook_log(home: Path) -> list[dict[str, Any]]:
 
 
 def daemon_starts(home: Path) -> int:
-    """How many daemon processes got as far as their socket (each logs one line)."""
+    """How many daemon processes ran: each logs its pid when it listens or when it
+    exits (one refused by its settings exits before it listens)."""
     path = home / "logs" / "daemon.log"
     if not path.exists():
         return 0
-    return sum(" listening (" in line for line in path.read_text().splitlines())
+    text = path.read_text()
+    return len(set(re.findall(r"daemon (\d+) (?:listening|exited) \(", text)))
 
 
 def gone(pid: int) -> bool:
