@@ -43,6 +43,7 @@ from precedents.ingest.parser_version import CHUNKER_VERSION as CHUNKER_VERSION
 from precedents.ingest.parser_version import REREAD_SINCE, REREAD_VERSION
 from precedents.ingest.parser_version import reread_kinds as reread_kinds
 from precedents.ingest.progress import PassProgress, Progress
+from precedents.ingest.removal import gone_paths
 from precedents.ingest.report import IndexReport as IndexReport
 from precedents.ingest.sources import Problem, SourceFile, Walk
 from precedents.ingest.specific import Trees, specific
@@ -166,8 +167,8 @@ class Indexer:
     def sync(self, walk: Walk, progress: Progress | None = None) -> IndexReport:
         """Index every changed file of ``walk`` and drop rows of files that are gone.
 
-        Only files under the walk's roots are considered gone: a folder that
-        was not part of this pass keeps its rows.
+        Only records the walk's sources would have produced are considered gone
+        (same kind, a file they list): another folder's, another kind's, keep their rows.
         """
         with self.writing():
             return self._sync(walk, progress)
@@ -181,20 +182,9 @@ class Indexer:
                 Problem(str(self.store.path), f"{repaired} half-written file(s) repaired")
             )
         known = self.store.files()
-        present = {str(f.path) for f in walk.files}
+        # Only what this pass's sources would have produced, by kind (ingest/removal.py).
+        report.files_deleted = self.store.delete_files(gone_paths(known, walk))
         roots = [str(r) for r in walk.roots]
-        # Rows of a path that carries a secret go too, wherever they are: a
-        # store built before names were checked may hold some.
-        gone = [
-            p
-            for p in known
-            if (p not in present and any(p.startswith(r.rstrip("/") + "/") for r in roots))
-            or withheld_reason(p) is not None
-        ]
-        # A commit record (ROOT@SHA) is no file: a repository nested in a walked folder
-        # keeps its records; its own pass drops those a rewritten history lost.
-        gone = [p for p in gone if known[p].kind != "commit"]
-        report.files_deleted = self.store.delete_files(gone)
         record_withheld(self.settings.cache_dir, [(w.path, w.reason) for w in walk.withheld], roots)
         if not known:
             # A new store: everything in it will be read by this parser, even if
@@ -312,7 +302,14 @@ class Indexer:
             return None
         digest = hashlib.sha256(data).hexdigest()
         old = known.get(path)
-        if old is not None and old.sha256 == digest and old.project == src.project:
+        # Same bytes, project and kind: nothing to do. A file read by another reader
+        # now (a note that became a rule) is read again, its kind with it.
+        if (
+            old is not None
+            and old.sha256 == digest
+            and old.project == src.project
+            and old.kind == src.kind
+        ):
             report.files_unchanged += 1
             return None
         report.files_indexed += 1

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from precedents.config import Settings
-from precedents.errors import UsageError
+from precedents.errors import NotAFolder
 from precedents.files import (
     LINKED_OUT,
     NOT_UTF8_NAME,
@@ -35,7 +35,7 @@ from precedents.ingest.projects import encode_project_path as encode_project_pat
 from precedents.ingest.projects import project_keys as project_keys
 from precedents.ingest.projects import project_root as project_root
 from precedents.ingest.projects import resolve_claude_project as resolve_claude_project
-from precedents.kinds import SHARED_PROJECT, Kind
+from precedents.kinds import SHARED_PROJECT, Kind, git_root
 from precedents.rules import formats as rule_formats
 from precedents.secrets.names import FOLDER_REASON, masked_path, shown_path, withheld_reason
 
@@ -45,6 +45,8 @@ MEMORY_INDEX = "MEMORY.md"
 # Cursor-style rules are `.mdc` (markdown with front matter); ADRs are `.md` only.
 MARKDOWN = (".md", ".mdc")
 JSONL = (".jsonl",)
+# The kinds whose readers own their files against a notes folder over them.
+OWNING_KINDS: frozenset[Kind] = frozenset({"rule", "adr"})
 
 
 @dataclass(frozen=True)
@@ -87,6 +89,9 @@ class SourceDir:
     # A folder discovery left out (a link out of the project, a name that is not UTF-8):
     # only its ``problem`` is reported, by every walk; it is never walked nor watched.
     refused: bool = False
+    # The rule and ADR readers of the repository a named notes folder lies in (`--notes
+    # REPO`): the files they list stay theirs, never relabelled as notes (see yields_to).
+    owners: tuple[SourceDir, ...] = ()
 
     def linked_out(self) -> bool:
         """Whether the folder is refused, or a symlink (or under one) out of ``within``."""
@@ -99,6 +104,20 @@ class SourceDir:
         if not name.endswith(self.suffix):
             return False
         return not (self.kind == "note" and name == MEMORY_INDEX)
+
+    def covers(self, path: str) -> bool:
+        """Whether a file at ``path`` is one this source's walk lists (or, gone, would
+        have listed): under ``root`` (directly, unless recursive), no hidden part unless
+        named, a name it takes. Strings only: a vanished file is judged all the same."""
+        top = str(self.root).rstrip(os.sep) + os.sep
+        if not path.startswith(top):
+            return False
+        parts = path[len(top) :].split(os.sep)
+        if self.names:
+            return len(parts) == 1 and parts[0] in self.names
+        if len(parts) > 1 and not self.recursive:
+            return False
+        return not any(p.startswith(".") or not p for p in parts) and self.takes(parts[-1])
 
 
 @dataclass(frozen=True)
@@ -155,6 +174,18 @@ class Walk:
     withheld: list[Problem] = field(default_factory=list)
     # The git projects whose commits this pass reads (SourceDir.history).
     repos: list[str] = field(default_factory=list)
+    # What a stored record must have come from to be gone when this pass did not find
+    # its file (ingest/removal.py): the sources listed, the sources left out whole (a
+    # link out of the project, a refused name), and folders this pass owns outright.
+    sources: list[SourceDir] = field(default_factory=list)
+    left_out: list[SourceDir] = field(default_factory=list)
+    whole: list[Path] = field(default_factory=list)
+
+    def own(self, folder: Path) -> None:
+        """Make this pass own every record under ``folder``: whatever it did not find
+        there is gone, whichever source or kind it came from (an eval set's folder)."""
+        self.roots.append(folder)
+        self.whole.append(folder)
 
     def withhold(self, problem: Problem) -> None:
         """Leave a file out for the secret in its path (``problem.path`` is masked)."""
@@ -201,7 +232,11 @@ def configured_sources(settings: Settings, given: Sources | None = None) -> list
     A project's own ADR folder (``docs/adr``, ``doc/adr``, ``docs/decisions``...)
     needs no config: it is found for every project Claude Code was used in,
     and for a ``project`` named without folders (``reindex --project PATH``).
+    A ``project`` that is not a folder is refused (:class:`NotAFolder`): records
+    labelled with a project that does not exist would never be recalled.
     """
+    if given is not None and given.project and not Path(given.project).is_dir():
+        raise NotAFolder(f"{given.project}: no such project folder")
     if given is not None and given.given:
         return _given_sources(given)
     out = claude_sources(settings.claude_dir) if settings.discover_claude else []
@@ -285,15 +320,33 @@ def _given_sources(given: Sources) -> list[SourceDir]:
     for kind, dirs in given.by_kind().items():
         for d in dirs:
             if not d.is_dir():
-                raise UsageError(f"{d}: no such folder")
+                raise NotAFolder(f"{d}: no such folder")
             owner = SHARED_PROJECT if kind == "rule" else proj
             suffix = JSONL if kind == "conversation" else MARKDOWN
             # `--notes .precedents/notes`: still the team's notes, marked as such.
             origin = team.TEAM if kind == "note" and team.is_team_note(d, Path(proj)) else ""
-            out.append(
-                SourceDir(kind, d.absolute(), owner, suffix, kind != "conversation", origin=origin)
-            )
+            root = d.absolute()
+            owners = _owners(root) if kind == "note" else ()
+            out.append(SourceDir(kind, root, owner, suffix, kind != "conversation", origin=origin,
+                                 owners=owners))  # fmt: skip
     return out
+
+
+def _owners(folder: Path) -> tuple[SourceDir, ...]:
+    """The rule and ADR readers of the repository ``folder`` lies in (its git root, else
+    the folder) that reach into ``folder`` or lie under it: a notes folder leaves their
+    files to them."""
+    found = [s for s in project_sources(git_root(folder)) if s.kind in OWNING_KINDS]
+    near = (s for s in found if folder in (s.root, *s.root.parents) or s.root in folder.parents)
+    return tuple(s for s in near if not s.refused)
+
+
+def yields_to(src: SourceDir, path: str, sources: Iterable[SourceDir]) -> bool:
+    """Whether notes source ``src`` leaves the file at ``path`` to a rule or ADR reader
+    (of ``sources`` or its own ``owners``) that lists it: an `AGENTS.md`, a Cursor rule
+    or an ADR under a notes folder stays a rule or an ADR, whatever the folders' order."""
+    owners = (o for o in (*src.owners, *sources) if o.kind in OWNING_KINDS and not o.refused)
+    return src.kind == "note" and any(o.covers(path) for o in owners)
 
 
 def _repo_adr_dirs(repos: Iterable[Path], refused: list[tuple[str, str]]) -> list[Path]:
@@ -322,25 +375,30 @@ def walk(sources: Iterable[SourceDir]) -> Walk:
     seen: set[Path] = set()
     problems: list[Problem] = []
     for src in sources:
-        # Its rows (from a store built before names were checked) must still go.
+        # The withheld files recorded under it are replaced by this pass's.
         result.roots.append(src.root)
         if src.problem is not None and src.problem not in result.problems:
             result.problems.append(src.problem)
         if src.refused:
+            result.left_out.append(src)
             continue  # its problem is all there is to say
         if src.optional and not src.root.exists():
+            result.sources.append(src)  # what it held is gone
             continue  # not there yet: nothing to list, nothing wrong
         if src.linked_out():  # became a link out since it was found
             gone = Problem(shown_path(src.root), LINKED_OUT)
             if gone not in result.problems:
                 result.problems.append(gone)
+            result.left_out.append(src)
             continue
+        result.sources.append(src)
         root = masked_path(src.root)
         if root is not None:
+            # Its rows (from a store built before names were checked) must still go.
             result.withhold(Problem(root, FOLDER_REASON))
             continue
         for path in _walk_dir(src, problems):
-            if path in seen:
+            if path in seen or yields_to(src, str(path), sources):
                 continue
             seen.add(path)
             reason = withheld_reason(path)
