@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from precedents import api
 from precedents.config import Settings, load_settings
 from precedents.errors import NotAFolder
 from precedents.ingest.indexer import CHUNKER_VERSION, Indexer, IndexReport
@@ -143,9 +144,9 @@ def test_a_project_that_is_no_folder_is_refused_and_changes_nothing(
     before = stored(settings)
     missing = str(tmp_path / "nonexistent")
     with pytest.raises(NotAFolder, match="nonexistent"):
-        sync(settings, embedder, Sources(notes=(repo,), project=missing))
+        api.reindex(settings, sources=Sources(notes=(repo,), project=missing))
     with pytest.raises(NotAFolder):
-        configured_sources(settings, Sources(project=str(repo / "AGENTS.md")))
+        api.reindex(settings, sources=Sources(project=str(repo / "AGENTS.md")))
     done = cli("reindex", "--notes", str(repo), "--project", missing)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr

@@ -134,6 +134,14 @@ class Sources:
     conversations: tuple[Path, ...] = ()
     project: str | None = None  # default: the current directory's project root
 
+    def checked(self) -> Sources:
+        """These sources, once ``project`` is known to be a folder (:class:`NotAFolder`
+        if not): records labelled with a project that does not exist are never recalled,
+        and `reindex --notes REPO --project /nonexistent` relabelled a repository's files."""
+        if self.project and not Path(self.project).is_dir():
+            raise NotAFolder(f"{self.project}: no such project folder")
+        return self
+
     @property
     def given(self) -> bool:
         """Whether any folder is named."""
@@ -232,11 +240,7 @@ def configured_sources(settings: Settings, given: Sources | None = None) -> list
     A project's own ADR folder (``docs/adr``, ``doc/adr``, ``docs/decisions``...)
     needs no config: it is found for every project Claude Code was used in,
     and for a ``project`` named without folders (``reindex --project PATH``).
-    A ``project`` that is not a folder is refused (:class:`NotAFolder`): records
-    labelled with a project that does not exist would never be recalled.
     """
-    if given is not None and given.project and not Path(given.project).is_dir():
-        raise NotAFolder(f"{given.project}: no such project folder")
     if given is not None and given.given:
         return _given_sources(given)
     out = claude_sources(settings.claude_dir) if settings.discover_claude else []
