@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,14 +20,12 @@ from precedents.config import Settings
 from precedents.errors import NotAFolder
 from precedents.files import (
     LINKED_OUT,
-    NOT_UTF8_NAME,
-    OUTSIDE,
-    escaped,
     inside,
-    not_regular,
-    undecodable,
 )
 from precedents.ingest import team
+from precedents.ingest.listing import Problem as Problem
+from precedents.ingest.listing import leaves_root as leaves_root
+from precedents.ingest.listing import walk_dir
 from precedents.ingest.projects import CLAUDE_NAME_LIMIT as CLAUDE_NAME_LIMIT
 from precedents.ingest.projects import UNRESOLVED_PREFIX as UNRESOLVED_PREFIX
 from precedents.ingest.projects import claude_folder_matches as claude_folder_matches
@@ -47,14 +45,6 @@ MARKDOWN = (".md", ".mdc")
 JSONL = (".jsonl",)
 # The kinds whose readers own their files against a notes folder over them.
 OWNING_KINDS: frozenset[Kind] = frozenset({"rule", "adr"})
-
-
-@dataclass(frozen=True)
-class Problem:
-    """A file or folder that could not be (fully) read, with the reason."""
-
-    path: str
-    reason: str
 
 
 @dataclass(frozen=True)
@@ -340,17 +330,21 @@ def _owners(folder: Path) -> tuple[SourceDir, ...]:
     """The rule and ADR readers of the repository ``folder`` lies in (its git root, else
     the folder) that reach into ``folder`` or lie under it: a notes folder leaves their
     files to them."""
-    found = [s for s in project_sources(git_root(folder)) if s.kind in OWNING_KINDS]
-    near = (s for s in found if folder in (s.root, *s.root.parents) or s.root in folder.parents)
-    return tuple(s for s in near if not s.refused)
+    return tuple(_near(folder, project_sources(git_root(folder))))
+
+
+def _near(folder: Path, sources: Iterable[SourceDir]) -> list[SourceDir]:
+    """The rule and ADR readers of ``sources`` whose files may lie under ``folder``."""
+    owning = (s for s in sources if s.kind in OWNING_KINDS and not s.refused)
+    return [s for s in owning if folder in (s.root, *s.root.parents) or s.root in folder.parents]
 
 
 def yields_to(src: SourceDir, path: str, sources: Iterable[SourceDir]) -> bool:
     """Whether notes source ``src`` leaves the file at ``path`` to a rule or ADR reader
     (of ``sources`` or its own ``owners``) that lists it: an `AGENTS.md`, a Cursor rule
     or an ADR under a notes folder stays a rule or an ADR, whatever the folders' order."""
-    owners = (o for o in (*src.owners, *sources) if o.kind in OWNING_KINDS and not o.refused)
-    return src.kind == "note" and any(o.covers(path) for o in owners)
+    owners = _near(src.root, (*src.owners, *sources)) if src.kind == "note" else []
+    return any(o.covers(path) for o in owners)
 
 
 def _repo_adr_dirs(repos: Iterable[Path], refused: list[tuple[str, str]]) -> list[Path]:
@@ -396,14 +390,17 @@ def walk(sources: Iterable[SourceDir]) -> Walk:
             result.left_out.append(src)
             continue
         result.sources.append(src)
+        # Checked against the few readers near this folder only: a heavy user's notes
+        # and hundreds of projects' readers would cost seconds every pass.
+        owners = _near(src.root, (*src.owners, *sources)) if src.kind == "note" else []
         root = masked_path(src.root)
         if root is not None:
             # Its rows (from a store built before names were checked) must still go.
             result.withhold(Problem(root, FOLDER_REASON))
             continue
-        for path in _walk_dir(src, problems):
-            if path in seen or yields_to(src, str(path), sources):
-                continue
+        for path in walk_dir(src, problems):
+            if path in seen or any(o.covers(str(path)) for o in owners):
+                continue  # seen, or a rule or ADR: its reader's (yields_to)
             seen.add(path)
             reason = withheld_reason(path)
             if reason is not None:
@@ -418,82 +415,3 @@ def walk(sources: Iterable[SourceDir]) -> Walk:
 def history_repos(sources: Iterable[SourceDir]) -> list[str]:
     """The git projects of ``sources`` whose commits are a source (SourceDir.history)."""
     return list(dict.fromkeys(s.project for s in sources if s.history))
-
-
-def leaves_root(path: Path, root: Path) -> bool:
-    """Whether ``path`` (a symlink, or under one) really lies outside ``root``.
-
-    A link inside a notes folder to ``/etc/shadow`` or ``~/.ssh`` must not
-    turn a secret file into a note; links that stay inside are fine.
-    """
-    try:
-        target = path.resolve(strict=True)
-        return not target.is_relative_to(root.resolve(strict=True))
-    except (OSError, RuntimeError):  # broken, looping, or vanished: nothing to follow
-        return True
-
-
-def _walk_dir(src: SourceDir, problems: list[Problem]) -> Iterator[Path]:
-    visited: set[tuple[int, int]] = set()
-    stack = [src.root]
-    while stack:
-        folder = stack.pop()
-        try:
-            st = folder.stat()
-        except OSError as exc:
-            problems.append(Problem(str(folder), f"cannot open folder: {exc.strerror}"))
-            continue
-        key = (st.st_dev, st.st_ino)
-        if key in visited:
-            problems.append(Problem(str(folder), "symlink loop: folder already visited"))
-            continue
-        visited.add(key)
-        try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except OSError as exc:
-            problems.append(Problem(str(folder), f"cannot list folder: {exc.strerror}"))
-            continue
-        for entry in entries:
-            if entry.name.startswith(".") and entry.name not in src.names:
-                continue
-            if undecodable(entry.name):
-                # No tool downstream holds such a name (the tokenizer, Arrow, JSON refuse
-                # it): one file so named once failed every reindex (issue #28).
-                if src.takes(entry.name) or _is_dir(entry):
-                    problems.append(Problem(escaped(entry.path), NOT_UTF8_NAME))
-                continue
-            path = Path(entry.path)
-            try:
-                if entry.is_symlink() and leaves_root(path, src.root):
-                    if os.path.exists(path):
-                        problems.append(Problem(str(path), OUTSIDE))
-                    else:
-                        problems.append(Problem(str(path), "broken or looping symlink"))
-                    continue
-                if entry.is_dir():
-                    if src.recursive and not src.names:
-                        stack.append(path)
-                    continue
-                is_file = entry.is_file()
-            except OSError as exc:
-                problems.append(Problem(str(path), f"cannot stat: {exc.strerror}"))
-                continue
-            if not is_file:
-                try:
-                    mode = entry.stat().st_mode  # what a link leads to
-                except OSError:
-                    if entry.is_symlink():
-                        problems.append(Problem(str(path), "broken or looping symlink"))
-                    continue
-                if src.takes(entry.name):  # a FIFO, a device: never opened (issue #28)
-                    problems.append(Problem(str(path), not_regular(mode)))
-                continue
-            if src.takes(entry.name):
-                yield path
-
-
-def _is_dir(entry: os.DirEntry[str]) -> bool:
-    try:
-        return entry.is_dir()
-    except OSError:
-        return False
