@@ -16,6 +16,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,7 @@ from precedents.ingest.indexer import CHUNKER_VERSION, Indexer, IndexReport
 from precedents.ingest.removal import gone_paths
 from precedents.ingest.sources import SourceDir, SourceFile, Sources, configured_sources, walk
 from precedents.store import FileRecord, Store, open_store
+from precedents.watcher import Watcher, WatchTiming
 from precedents.watcher.watches import route
 
 RULE = "---\ndescription: {what}\nglobs: src/**/*.ts\n---\n\n# {what}\n\nAlways {what}.\n"
@@ -274,3 +277,53 @@ def test_the_watcher_routes_a_rule_under_a_notes_folder_to_its_rule_reader(
         "docs/notes/cache.md": "note",
         "docs/notes/retries.md": "note",
     }
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:Callback with id")  # watchdog, on a folder moved back
+def test_a_watcher_of_the_notes_folder_leaves_other_readers_records(
+    home: Path, tmp_path: Path, embedder: object
+) -> None:
+    # `precedents watch --notes REPO`: an edit to a rule, an ADR or a hidden team note
+    # under it, a folder of ADRs moved, neither relabel nor remove their records (they
+    # are other readers'; watches.route and Watcher._gone).
+    repo = make_repo(tmp_path)
+    settings = load_settings()
+    sync(settings, embedder, Sources(project=str(repo)))
+    store = open_store(settings.index_dir, embedder)  # type: ignore[arg-type]
+    folders = Sources(notes=(repo,), project=str(repo))
+    timing = WatchTiming(quiet_s=0.1, max_wait_s=2.0, rescan_s=3600.0)
+    watcher = Watcher(settings, folders=folders, store=store, embedder=embedder, timing=timing)  # type: ignore[arg-type]
+    with watcher:
+        assert watcher.wait_ready(120)
+        assert kinds(stored(settings), repo) == {
+            **PROJECT_KINDS,
+            "docs/notes/cache.md": "note",
+            "docs/notes/retries.md": "note",
+        }
+        (repo / "AGENTS.md").write_text("# Agents\n\nRun `make check` before a commit.\n")
+        (repo / "docs/adr/0002-queues.md").write_text(ADR.format(n=2, what="queue all mail"))
+        (repo / ".precedents/notes/deploy.md").write_text(NOTE.format(what="deploy Mondays"))
+        # A folder of ADRs moved out and back: the watcher looks at every record under it.
+        (repo / "docs/adr").rename(tmp_path / "adr-away")
+        (tmp_path / "adr-away").rename(repo / "docs/adr")
+        write(repo / "docs/notes/new.md", NOTE.format(what="the new note arrives last"))
+        new = str(repo / "docs/notes/new.md")
+        assert wait_for(lambda: new in stored(settings), 60)
+        time.sleep(1.0)  # the earlier events went quiet first; let their group finish
+        assert watcher.stats.failures == 0
+    assert kinds(stored(settings), repo) == {
+        **PROJECT_KINDS,
+        "docs/notes/cache.md": "note",
+        "docs/notes/retries.md": "note",
+        "docs/notes/new.md": "note",
+    }
+
+
+def wait_for(check: Callable[[], bool], timeout: float) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if check():
+            return True
+        time.sleep(0.1)
+    return check()

@@ -12,7 +12,7 @@ must not remove their records either (issue #29: "3 unchanged, 3 removed").
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from precedents.ingest.sources import SourceDir, Walk
 from precedents.secrets.names import withheld_reason
@@ -41,12 +41,18 @@ def gone_paths(known: Mapping[str, FileRecord], walk: Walk) -> list[str]:
 
 
 def _produced(record: FileRecord, path: str, walk: Walk) -> bool:
-    """Whether a source of ``walk`` would have produced ``record`` (same kind, a file it
-    lists), or is left out whole (a link out of the project: every record of its kind
-    under it goes)."""
-    if any(s.kind == record.kind and s.covers(path) for s in walk.sources):
+    return produced_by(record, path, walk.sources, walk.left_out)
+
+
+def produced_by(
+    record: FileRecord, path: str, sources: Iterable[SourceDir], left_out: Iterable[SourceDir]
+) -> bool:
+    """Whether one of ``sources`` would have produced ``record`` (same kind, a file it
+    lists), or one of ``left_out`` held it (a folder refused whole, a link out of the
+    project: every record of its kind under it goes)."""
+    if any(s.kind == record.kind and s.covers(path) for s in sources):
         return True
-    return any(s.kind == record.kind and _under(path, s) for s in walk.left_out)
+    return any(s.kind == record.kind and _under(path, s) for s in left_out)
 
 
 def _under(path: str, src: SourceDir) -> bool:
