@@ -327,3 +327,20 @@ def wait_for(check: Callable[[], bool], timeout: float) -> bool:
             return True
         time.sleep(0.1)
     return check()
+
+
+def test_a_notes_folder_named_through_a_symlink_still_leaves_the_adrs(
+    home: Path, tmp_path: Path
+) -> None:
+    # ADR folders are found resolved; the notes folder lists files under its own spelling
+    # (macOS's /tmp is a link to /private/tmp, a user's ~/code may be one).
+    real = tmp_path / "real"
+    real.mkdir()
+    make_repo(real)
+    (tmp_path / "link").symlink_to(real, target_is_directory=True)
+    repo = tmp_path / "link" / "shop"
+    found = walk(configured_sources(load_settings(), Sources(notes=(repo,), project=str(repo))))
+    assert sorted(str(f.path.relative_to(repo)) for f in found.files) == [
+        "docs/notes/cache.md",
+        "docs/notes/retries.md",
+    ]

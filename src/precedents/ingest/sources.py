@@ -13,15 +13,12 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from precedents.config import Settings
 from precedents.errors import NotAFolder
-from precedents.files import (
-    LINKED_OUT,
-    inside,
-)
+from precedents.files import LINKED_OUT, inside
 from precedents.ingest import team
 from precedents.ingest.listing import Problem as Problem
 from precedents.ingest.listing import leaves_root as leaves_root
@@ -321,8 +318,8 @@ def _given_sources(given: Sources) -> list[SourceDir]:
             origin = team.TEAM if kind == "note" and team.is_team_note(d, Path(proj)) else ""
             root = d.absolute()
             owners = _owners(root) if kind == "note" else ()
-            out.append(SourceDir(kind, root, owner, suffix, kind != "conversation", origin=origin,
-                                 owners=owners))  # fmt: skip
+            deep = kind != "conversation"
+            out.append(SourceDir(kind, root, owner, suffix, deep, origin=origin, owners=owners))
     return out
 
 
@@ -330,7 +327,18 @@ def _owners(folder: Path) -> tuple[SourceDir, ...]:
     """The rule and ADR readers of the repository ``folder`` lies in (its git root, else
     the folder) that reach into ``folder`` or lie under it: a notes folder leaves their
     files to them."""
-    return tuple(_near(folder, project_sources(git_root(folder))))
+    found = project_sources(git_root(folder))
+    # ADR folders are found resolved (adr_graph): a notes folder named through a symlink
+    # (macOS's /tmp, a linked ~/code) lists the same files under its own spelling.
+    real = folder.resolve()
+    if real != folder:
+        found = [
+            replace(s, root=folder / s.root.relative_to(real))
+            if s.root.is_relative_to(real) and not s.root.is_relative_to(folder)
+            else s
+            for s in found
+        ]
+    return tuple(_near(folder, found))
 
 
 def _near(folder: Path, sources: Iterable[SourceDir]) -> list[SourceDir]:
