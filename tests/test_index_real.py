@@ -287,6 +287,7 @@ def test_setup_says_clearly_when_it_cannot_download(home: Path) -> None:
 
 def test_query_all_projects_and_the_shared_rules_hint(home: Path, tmp_path: Path) -> None:
     notes = dev_notes(tmp_path, count=10)
+    (tmp_path / "repo").mkdir()  # a project that is no folder is refused (issue #29)
     out = run_cli("reindex", "--notes", str(notes), "--project", str(tmp_path / "repo"))
     assert out.returncode == 0, out.stderr
     elsewhere = tmp_path / "elsewhere"
