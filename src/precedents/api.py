@@ -90,7 +90,7 @@ def reindex(
     from precedents.ingest.indexer import Indexer, lazy_store
     from precedents.store import beside, switch_in
 
-    found = configured_sources(settings, sources)
+    found = configured_sources(settings, sources.checked() if sources else None)
     writer = runlock.WriterLock(settings.run_dir, on_wait)
     with writer.held():
         target = beside(settings.index_dir, "rebuild") if full else settings.index_dir

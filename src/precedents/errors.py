@@ -20,6 +20,10 @@ class UsageError(PrecedentsError):
     """The user asked for something that cannot be: a missing folder, a bad option."""
 
 
+class NotAFolder(UsageError):
+    """A path named as a folder (a source folder, a project) is missing or not a folder."""
+
+
 class ConfigError(UsageError):
     """The configuration file or an environment variable is malformed."""
 

@@ -230,7 +230,7 @@ def _index_set(
     found = walk(configured_sources(set_settings, sources))
     # The whole set folder is a root: a part the set no longer has (say adrs/)
     # loses its rows too, so the store holds exactly what the set holds.
-    found.roots.append(folder)
+    found.own(folder)
     Indexer(set_settings, store, model).sync(found, progress)
     return set_settings
 

@@ -39,12 +39,17 @@ from precedents.ingest.chunking import (
 from precedents.ingest.commit_index import index_repos
 from precedents.ingest.decisions import decision_passage
 from precedents.ingest.heads import HEADS_FROM, Headed, index_heads
+from precedents.ingest.parser_version import CHANGED_KINDS as CHANGED_KINDS
+from precedents.ingest.parser_version import CHUNKER_VERSION as CHUNKER_VERSION
+from precedents.ingest.parser_version import REREAD_SINCE, REREAD_VERSION
+from precedents.ingest.parser_version import reread_kinds as reread_kinds
 from precedents.ingest.progress import PassProgress, Progress
+from precedents.ingest.removal import gone_paths
 from precedents.ingest.report import IndexReport as IndexReport
 from precedents.ingest.sources import Problem, SourceFile, Walk
 from precedents.ingest.specific import Trees, specific
 from precedents.ingest.team import TEAM, is_team_note, team_fields
-from precedents.kinds import KINDS, Kind
+from precedents.kinds import Kind
 from precedents.models.embedding import Embedder, canonical_model_id, load_embedder
 from precedents.models.language import is_english
 from precedents.models.multilingual import load_multilingual_model
@@ -59,61 +64,6 @@ from precedents.store import DocumentRecord, FileRecord, LazyStore, Store
 log = logging.getLogger("precedents.ingest.indexer")
 
 EMBED_BATCH = 64
-# Bump when parsing or chunking changes what is stored for an unchanged file: the
-# next full pass (reindex, the watcher's start) then re-reads every file.
-# 2: Cursor-style front matter (`globs: **/*.ts`) read as Cursor reads it.
-# 3: documents not written in English also get multilingual vectors (store/multilingual.py).
-# 4: every record gets its file scope (rules/scope.py): a rule's, the files a note names.
-# 5: secrets masked by context (passphrases after "password is", connection strings,
-#    command lines) and, in conversations, wherever a value found once recurs; files
-#    whose path carries a secret withheld (issue #20). What older versions stored
-#    may hold those secrets in clear, so every kind is read again.
-# 6: a team note (ingest/team.py) is stored with its origin and author, dated by `created`.
-# 7: a conversation's decision passage (ingest/decisions.py) is its description, its
-#    deciding exchange its first chunk, `decided` says where it was said and its
-#    scope the files and code that exchange names; notes and ADRs get the code they
-#    name in their scope too (rules/symbols.py, issue #27).
-# 8: a hostile repository (issue #28): front matter without aliases and within caps,
-#    dates after tomorrow refused, rule globs over a cap attached to nothing, and a
-#    note's or ADR's named paths kept only when specific (ingest/specific.py). A
-#    conversation's scope keeps what it was until the chat changes: re-reading every
-#    log would re-embed a heavy user's whole history for a refinement of the file hook.
-CHUNKER_VERSION = "8"
-# The kinds each version's change touched: a store read by an older parser re-reads
-# only those (version 4 left conversations as they were: a heavy user's logs are
-# most of the embedding work, and none of it would change).
-_DOCUMENTS: frozenset[Kind] = frozenset({"note", "rule", "adr"})
-CHANGED_KINDS: dict[int, frozenset[Kind]] = {
-    2: frozenset(KINDS),
-    3: frozenset(KINDS),
-    4: _DOCUMENTS,
-    5: frozenset(KINDS),
-    6: frozenset({"note"}),
-    7: frozenset({"conversation", "note", "adr"}),
-    8: _DOCUMENTS,
-}
-
-# Meta keys of a re-read in progress: the parser version, and when it began (files
-# written since were read by that version).
-REREAD_VERSION = "rereading"
-REREAD_SINCE = "rereading_since"
-
-
-def reread_kinds(stamped: str | None) -> frozenset[Kind]:
-    """The kinds a store stamped by parser version ``stamped`` must have read again
-    (every kind when the stamp is missing, unreadable or newer than this parser)."""
-    try:
-        old = int(stamped or "")
-    except ValueError:
-        return frozenset(KINDS)
-    if old > int(CHUNKER_VERSION):
-        return frozenset(KINDS)
-    changed = [
-        CHANGED_KINDS.get(v, frozenset(KINDS)) for v in range(old + 1, int(CHUNKER_VERSION) + 1)
-    ]
-    return frozenset().union(*changed) if changed else frozenset(KINDS)
-
-
 # Commit after every embedding batch (~2-3 s of work on 2 cores): an interrupted
 # first index keeps what it did, and the next run goes on from there. A commit
 # costs ~10 ms; compaction keeps the versions in check.
@@ -221,8 +171,8 @@ class Indexer:
     def sync(self, walk: Walk, progress: Progress | None = None) -> IndexReport:
         """Index every changed file of ``walk`` and drop rows of files that are gone.
 
-        Only files under the walk's roots are considered gone: a folder that
-        was not part of this pass keeps its rows.
+        Only records the walk's sources would have produced are considered gone
+        (same kind, a file they list): another folder's, another kind's, keep their rows.
         """
         with self.writing():
             return self._sync(walk, progress)
@@ -236,20 +186,9 @@ class Indexer:
                 Problem(str(self.store.path), f"{repaired} half-written file(s) repaired")
             )
         known = self.store.files()
-        present = {str(f.path) for f in walk.files}
+        # Only what this pass's sources would have produced, by kind (ingest/removal.py).
+        report.files_deleted = self.store.delete_files(gone_paths(known, walk))
         roots = [str(r) for r in walk.roots]
-        # Rows of a path that carries a secret go too, wherever they are: a
-        # store built before names were checked may hold some.
-        gone = [
-            p
-            for p in known
-            if (p not in present and any(p.startswith(r.rstrip("/") + "/") for r in roots))
-            or withheld_reason(p) is not None
-        ]
-        # A commit record (ROOT@SHA) is no file: a repository nested in a walked folder
-        # keeps its records; its own pass drops those a rewritten history lost.
-        gone = [p for p in gone if known[p].kind != "commit"]
-        report.files_deleted = self.store.delete_files(gone)
         record_withheld(self.settings.cache_dir, [(w.path, w.reason) for w in walk.withheld], roots)
         if not known:
             # A new store: everything in it will be read by this parser, even if
@@ -388,13 +327,24 @@ class Indexer:
             return None
         digest = hashlib.sha256(data).hexdigest()
         old = known.get(path)
-        if old is not None and old.sha256 == digest and old.project == src.project:
+        # Same bytes, project and kind: nothing to do. A file read by another reader
+        # now (a note that became a rule) is read again, its kind with it.
+        if (
+            old is not None
+            and old.sha256 == digest
+            and old.project == src.project
+            and old.kind == src.kind
+        ):
             report.files_unchanged += 1
             return None
         report.files_indexed += 1
         doc: DocumentRecord | None
         headed = self.headed.pop(path, None)  # read by the heads pass just before
-        if headed is not None and headed.digest == digest and headed.doc.project == src.project:
+        if headed is not None and (headed.digest, headed.doc.project, headed.doc.kind) == (
+            digest,
+            src.project,
+            src.kind,
+        ):
             doc, chunks = headed.doc, headed.chunks
             report.problems.extend(headed.problems)
         else:

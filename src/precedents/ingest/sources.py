@@ -10,47 +10,38 @@ folder name) is withheld: never indexed, and named only masked
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import os
-import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from precedents.config import Settings
-from precedents.errors import UsageError
-from precedents.files import (
-    LINKED_OUT,
-    NOT_UTF8_NAME,
-    OUTSIDE,
-    escaped,
-    inside,
-    not_regular,
-    undecodable,
-)
+from precedents.errors import NotAFolder
+from precedents.files import LINKED_OUT, inside
 from precedents.ingest import team
+from precedents.ingest.listing import Problem as Problem
+from precedents.ingest.listing import leaves_root as leaves_root
+from precedents.ingest.listing import walk_dir
+from precedents.ingest.projects import CLAUDE_NAME_LIMIT as CLAUDE_NAME_LIMIT
+from precedents.ingest.projects import UNRESOLVED_PREFIX as UNRESOLVED_PREFIX
+from precedents.ingest.projects import claude_folder_matches as claude_folder_matches
+from precedents.ingest.projects import encode_project_path as encode_project_path
+from precedents.ingest.projects import project_keys as project_keys
+from precedents.ingest.projects import project_root as project_root
+from precedents.ingest.projects import resolve_claude_project as resolve_claude_project
 from precedents.kinds import SHARED_PROJECT, Kind, git_root
 from precedents.rules import formats as rule_formats
 from precedents.secrets.names import FOLDER_REASON, masked_path, shown_path, withheld_reason
 
 log = logging.getLogger("precedents.ingest.sources")
 
-CLAUDE_NAME_LIMIT = 200
 MEMORY_INDEX = "MEMORY.md"
-UNRESOLVED_PREFIX = "claude:"
 # Cursor-style rules are `.mdc` (markdown with front matter); ADRs are `.md` only.
 MARKDOWN = (".md", ".mdc")
 JSONL = (".jsonl",)
-
-
-@dataclass(frozen=True)
-class Problem:
-    """A file or folder that could not be (fully) read, with the reason."""
-
-    path: str
-    reason: str
+# The kinds whose readers own their files against a notes folder over them.
+OWNING_KINDS: frozenset[Kind] = frozenset({"rule", "adr"})
 
 
 @dataclass(frozen=True)
@@ -85,6 +76,9 @@ class SourceDir:
     # A folder discovery left out (a link out of the project, a name that is not UTF-8):
     # only its ``problem`` is reported, by every walk; it is never walked nor watched.
     refused: bool = False
+    # The rule and ADR readers of the repository a named notes folder lies in (`--notes
+    # REPO`): the files they list stay theirs, never relabelled as notes (see yields_to).
+    owners: tuple[SourceDir, ...] = ()
 
     def linked_out(self) -> bool:
         """Whether the folder is refused, or a symlink (or under one) out of ``within``."""
@@ -97,6 +91,20 @@ class SourceDir:
         if not name.endswith(self.suffix):
             return False
         return not (self.kind == "note" and name == MEMORY_INDEX)
+
+    def covers(self, path: str) -> bool:
+        """Whether a file at ``path`` is one this source's walk lists (or, gone, would
+        have listed): under ``root`` (directly, unless recursive), no hidden part unless
+        named, a name it takes. Strings only: a vanished file is judged all the same."""
+        top = str(self.root).rstrip(os.sep) + os.sep
+        if not path.startswith(top):
+            return False
+        parts = path[len(top) :].split(os.sep)
+        if self.names:
+            return len(parts) == 1 and parts[0] in self.names
+        if len(parts) > 1 and not self.recursive:
+            return False
+        return not any(p.startswith(".") or not p for p in parts) and self.takes(parts[-1])
 
 
 @dataclass(frozen=True)
@@ -112,6 +120,14 @@ class Sources:
     adrs: tuple[Path, ...] = ()
     conversations: tuple[Path, ...] = ()
     project: str | None = None  # default: the current directory's project root
+
+    def checked(self) -> Sources:
+        """These sources, once ``project`` is known to be a folder (:class:`NotAFolder`
+        if not): records labelled with a project that does not exist are never recalled,
+        and `reindex --notes REPO --project /nonexistent` relabelled a repository's files."""
+        if self.project and not Path(self.project).is_dir():
+            raise NotAFolder(f"{self.project}: no such project folder")
+        return self
 
     @property
     def given(self) -> bool:
@@ -153,79 +169,23 @@ class Walk:
     withheld: list[Problem] = field(default_factory=list)
     # The git projects whose commits this pass reads (SourceDir.history).
     repos: list[str] = field(default_factory=list)
+    # What a stored record must have come from to be gone when this pass did not find
+    # its file (ingest/removal.py): the sources listed, the sources left out whole (a
+    # link out of the project, a refused name), and folders this pass owns outright.
+    sources: list[SourceDir] = field(default_factory=list)
+    left_out: list[SourceDir] = field(default_factory=list)
+    whole: list[Path] = field(default_factory=list)
+
+    def own(self, folder: Path) -> None:
+        """Make this pass own every record under ``folder``: whatever it did not find
+        there is gone, whichever source or kind it came from (an eval set's folder)."""
+        self.roots.append(folder)
+        self.whole.append(folder)
 
     def withhold(self, problem: Problem) -> None:
         """Leave a file out for the secret in its path (``problem.path`` is masked)."""
         self.withheld.append(problem)
         self.problems.append(problem)
-
-
-# -- projects ---------------------------------------------------------------------
-
-
-def encode_project_path(path: str) -> str:
-    """Claude Code's folder name for a project path (SPEC §2).
-
-    Every character outside ``[a-zA-Z0-9]`` becomes ``-``; names over 200
-    characters are cut to 200 plus ``-<hash>`` (so long ones match by prefix).
-    """
-    encoded = re.sub(r"[^a-zA-Z0-9]", "-", path)
-    if len(encoded) > CLAUDE_NAME_LIMIT:
-        digest = hashlib.sha256(path.encode()).hexdigest()[:8]
-        encoded = f"{encoded[:CLAUDE_NAME_LIMIT]}-{digest}"
-    return encoded
-
-
-def project_root(path: str | Path) -> str:
-    """A project's identity: the absolute path of the git root above ``path``, or ``path``."""
-    return str(git_root(path))
-
-
-def project_keys(root: str) -> list[str]:
-    """Every project key rows of ``root`` may be stored under, plus shared rules."""
-    return [root, UNRESOLVED_PREFIX + encode_project_path(root), SHARED_PROJECT]
-
-
-def claude_folder_matches(folder_name: str, root: str) -> bool:
-    """Whether a ``~/.claude/projects`` folder name belongs to project ``root``."""
-    encoded = encode_project_path(root)
-    if len(encoded) > CLAUDE_NAME_LIMIT:
-        return folder_name.startswith(encoded[:CLAUDE_NAME_LIMIT])
-    return folder_name == encoded
-
-
-def resolve_claude_project(folder: Path) -> str:
-    """The project root a Claude Code project folder stands for.
-
-    The folder name cannot be decoded (``-`` is ambiguous), so the ``cwd``
-    recorded in its transcripts is used; failing that the name is kept as an
-    unresolved key that :func:`project_keys` still matches at query time.
-    """
-    for cwd in _transcript_cwds(folder):
-        root = project_root(cwd)
-        if claude_folder_matches(folder.name, cwd) or claude_folder_matches(folder.name, root):
-            return root
-    return UNRESOLVED_PREFIX + folder.name
-
-
-def _transcript_cwds(folder: Path) -> Iterator[str]:
-    try:
-        logs = sorted(folder.glob("*.jsonl"))
-    except OSError:
-        return
-    for log_path in logs[:20]:
-        try:
-            with log_path.open("rb") as fh:
-                for _, raw in zip(range(50), fh, strict=False):
-                    try:
-                        obj = json.loads(raw)
-                    except ValueError:
-                        continue
-                    if isinstance(obj, dict) and isinstance(obj.get("cwd"), str):
-                        yield obj["cwd"]
-                        break
-        except OSError:
-            continue
 
 
 # -- discovery --------------------------------------------------------------------
@@ -351,15 +311,48 @@ def _given_sources(given: Sources) -> list[SourceDir]:
     for kind, dirs in given.by_kind().items():
         for d in dirs:
             if not d.is_dir():
-                raise UsageError(f"{d}: no such folder")
+                raise NotAFolder(f"{d}: no such folder")
             owner = SHARED_PROJECT if kind == "rule" else proj
             suffix = JSONL if kind == "conversation" else MARKDOWN
             # `--notes .precedents/notes`: still the team's notes, marked as such.
             origin = team.TEAM if kind == "note" and team.is_team_note(d, Path(proj)) else ""
-            out.append(
-                SourceDir(kind, d.absolute(), owner, suffix, kind != "conversation", origin=origin)
-            )
+            root = d.absolute()
+            owners = _owners(root) if kind == "note" else ()
+            deep = kind != "conversation"
+            out.append(SourceDir(kind, root, owner, suffix, deep, origin=origin, owners=owners))
     return out
+
+
+def _owners(folder: Path) -> tuple[SourceDir, ...]:
+    """The rule and ADR readers of the repository ``folder`` lies in (its git root, else
+    the folder) that reach into ``folder`` or lie under it: a notes folder leaves their
+    files to them."""
+    found = project_sources(git_root(folder))
+    # ADR folders are found resolved (adr_graph): a notes folder named through a symlink
+    # (macOS's /tmp, a linked ~/code) lists the same files under its own spelling.
+    real = folder.resolve()
+    if real != folder:
+        found = [
+            replace(s, root=folder / s.root.relative_to(real))
+            if s.root.is_relative_to(real) and not s.root.is_relative_to(folder)
+            else s
+            for s in found
+        ]
+    return tuple(_near(folder, found))
+
+
+def _near(folder: Path, sources: Iterable[SourceDir]) -> list[SourceDir]:
+    """The rule and ADR readers of ``sources`` whose files may lie under ``folder``."""
+    owning = (s for s in sources if s.kind in OWNING_KINDS and not s.refused)
+    return [s for s in owning if folder in (s.root, *s.root.parents) or s.root in folder.parents]
+
+
+def yields_to(src: SourceDir, path: str, sources: Iterable[SourceDir]) -> bool:
+    """Whether notes source ``src`` leaves the file at ``path`` to a rule or ADR reader
+    (of ``sources`` or its own ``owners``) that lists it: an `AGENTS.md`, a Cursor rule
+    or an ADR under a notes folder stays a rule or an ADR, whatever the folders' order."""
+    owners = _near(src.root, (*src.owners, *sources)) if src.kind == "note" else []
+    return any(o.covers(path) for o in owners)
 
 
 def _repo_adr_dirs(repos: Iterable[Path], refused: list[tuple[str, str]]) -> list[Path]:
@@ -388,26 +381,34 @@ def walk(sources: Iterable[SourceDir]) -> Walk:
     seen: set[Path] = set()
     problems: list[Problem] = []
     for src in sources:
-        # Its rows (from a store built before names were checked) must still go.
+        # The withheld files recorded under it are replaced by this pass's.
         result.roots.append(src.root)
         if src.problem is not None and src.problem not in result.problems:
             result.problems.append(src.problem)
         if src.refused:
+            result.left_out.append(src)
             continue  # its problem is all there is to say
         if src.optional and not src.root.exists():
+            result.sources.append(src)  # what it held is gone
             continue  # not there yet: nothing to list, nothing wrong
         if src.linked_out():  # became a link out since it was found
             gone = Problem(shown_path(src.root), LINKED_OUT)
             if gone not in result.problems:
                 result.problems.append(gone)
+            result.left_out.append(src)
             continue
+        result.sources.append(src)
+        # Checked against the few readers near this folder only: a heavy user's notes
+        # and hundreds of projects' readers would cost seconds every pass.
+        owners = _near(src.root, (*src.owners, *sources)) if src.kind == "note" else []
         root = masked_path(src.root)
         if root is not None:
+            # Its rows (from a store built before names were checked) must still go.
             result.withhold(Problem(root, FOLDER_REASON))
             continue
-        for path in _walk_dir(src, problems):
-            if path in seen:
-                continue
+        for path in walk_dir(src, problems):
+            if path in seen or any(o.covers(str(path)) for o in owners):
+                continue  # seen, or a rule or ADR: its reader's (yields_to)
             seen.add(path)
             reason = withheld_reason(path)
             if reason is not None:
@@ -422,82 +423,3 @@ def walk(sources: Iterable[SourceDir]) -> Walk:
 def history_repos(sources: Iterable[SourceDir]) -> list[str]:
     """The git projects of ``sources`` whose commits are a source (SourceDir.history)."""
     return list(dict.fromkeys(s.project for s in sources if s.history))
-
-
-def leaves_root(path: Path, root: Path) -> bool:
-    """Whether ``path`` (a symlink, or under one) really lies outside ``root``.
-
-    A link inside a notes folder to ``/etc/shadow`` or ``~/.ssh`` must not
-    turn a secret file into a note; links that stay inside are fine.
-    """
-    try:
-        target = path.resolve(strict=True)
-        return not target.is_relative_to(root.resolve(strict=True))
-    except (OSError, RuntimeError):  # broken, looping, or vanished: nothing to follow
-        return True
-
-
-def _walk_dir(src: SourceDir, problems: list[Problem]) -> Iterator[Path]:
-    visited: set[tuple[int, int]] = set()
-    stack = [src.root]
-    while stack:
-        folder = stack.pop()
-        try:
-            st = folder.stat()
-        except OSError as exc:
-            problems.append(Problem(str(folder), f"cannot open folder: {exc.strerror}"))
-            continue
-        key = (st.st_dev, st.st_ino)
-        if key in visited:
-            problems.append(Problem(str(folder), "symlink loop: folder already visited"))
-            continue
-        visited.add(key)
-        try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except OSError as exc:
-            problems.append(Problem(str(folder), f"cannot list folder: {exc.strerror}"))
-            continue
-        for entry in entries:
-            if entry.name.startswith(".") and entry.name not in src.names:
-                continue
-            if undecodable(entry.name):
-                # No tool downstream holds such a name (the tokenizer, Arrow, JSON refuse
-                # it): one file so named once failed every reindex (issue #28).
-                if src.takes(entry.name) or _is_dir(entry):
-                    problems.append(Problem(escaped(entry.path), NOT_UTF8_NAME))
-                continue
-            path = Path(entry.path)
-            try:
-                if entry.is_symlink() and leaves_root(path, src.root):
-                    if os.path.exists(path):
-                        problems.append(Problem(str(path), OUTSIDE))
-                    else:
-                        problems.append(Problem(str(path), "broken or looping symlink"))
-                    continue
-                if entry.is_dir():
-                    if src.recursive and not src.names:
-                        stack.append(path)
-                    continue
-                is_file = entry.is_file()
-            except OSError as exc:
-                problems.append(Problem(str(path), f"cannot stat: {exc.strerror}"))
-                continue
-            if not is_file:
-                try:
-                    mode = entry.stat().st_mode  # what a link leads to
-                except OSError:
-                    if entry.is_symlink():
-                        problems.append(Problem(str(path), "broken or looping symlink"))
-                    continue
-                if src.takes(entry.name):  # a FIFO, a device: never opened (issue #28)
-                    problems.append(Problem(str(path), not_regular(mode)))
-                continue
-            if src.takes(entry.name):
-                yield path
-
-
-def _is_dir(entry: os.DirEntry[str]) -> bool:
-    try:
-        return entry.is_dir()
-    except OSError:
-        return False

@@ -38,6 +38,7 @@ from precedents.config import Settings
 from precedents.errors import PrecedentsError, UsageError
 from precedents.files import NOT_UTF8_NAME, escaped, undecodable
 from precedents.ingest.indexer import Indexer, IndexReport, lazy_store
+from precedents.ingest.removal import produced_by
 from precedents.ingest.sources import (
     SourceDir,
     SourceFile,
@@ -529,7 +530,7 @@ class Watcher:
             src = route(self._sources, path)
             if src is not None and os.path.isfile(path):
                 to_index.append(src)
-            elif path in known:
+            elif path in known and self._gone(path, known[path]):
                 to_remove.append(path)
         report = IndexReport()
         if to_index:
@@ -554,6 +555,14 @@ class Watcher:
                 _listing("; removed", to_remove),
             )
         self._log_problems(report, paths)
+
+    def _gone(self, path: str, record: FileRecord) -> bool:
+        """Whether the record of a path no source takes now goes: its file is gone, or one
+        of this watcher's sources produced it (issue #29: a rule under a watched notes
+        folder, a hidden team note, are other readers' records, not this one's)."""
+        kept = [s for s in self._sources if not s.refused]
+        refused = [s for s in self._sources if s.refused]
+        return not os.path.lexists(path) or produced_by(record, path, kept, refused)
 
     def _refresh_adr_graphs(self, known: dict[str, Any], removed: Sequence[str]) -> None:
         """Rebuild the cached graph of folders that lost an ADR (indexing one rebuilds it)."""

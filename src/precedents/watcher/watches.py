@@ -31,7 +31,7 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
 from precedents.files import inside, undecodable
-from precedents.ingest.sources import SourceDir, SourceFile, leaves_root
+from precedents.ingest.sources import SourceDir, SourceFile, leaves_root, yields_to
 
 log = logging.getLogger("precedents.watcher")
 
@@ -71,8 +71,8 @@ def route(sources: Sequence[SourceDir], path: str) -> SourceFile | None:
             continue
         name = parts[-1]
         hidden = any(p.startswith(".") for p in parts) and name not in src.names
-        if hidden or not src.takes(name):
-            continue
+        if hidden or not src.takes(name) or yields_to(src, path, sources):
+            continue  # a rule or ADR under a notes folder is its reader's (as in the walk)
         if _linked_out(Path(path), src.root):
             continue
         return SourceFile(Path(path), src.kind, src.project, src.root, src.origin)
