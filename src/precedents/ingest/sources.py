@@ -31,6 +31,7 @@ from precedents.files import (
     undecodable,
 )
 from precedents.ingest import team
+from precedents.ingest.registry import registered_sources
 from precedents.kinds import SHARED_PROJECT, Kind, git_root
 from precedents.rules import formats as rule_formats
 from precedents.secrets.names import FOLDER_REASON, masked_path, shown_path, withheld_reason
@@ -282,6 +283,8 @@ def configured_sources(settings: Settings, given: Sources | None = None) -> list
         out.append(SourceDir("adr", d, project_root(d), (".md",), recursive=True))
     for repo in [*settings.repos, *named]:
         out.extend(project_sources(Path(project_root(repo))))
+    # And the projects a first session registered (ingest/registry.py).
+    out.extend(registered_sources(settings.home, out))
     return out
 
 
