@@ -256,6 +256,36 @@ def test_a_session_in_the_home_folder_indexes_nothing(
     assert not (home / "index").exists()
 
 
+@pytest.mark.slow
+def test_with_a_watcher_running_the_daemon_starts_no_index(
+    home: Path, tmp_path: Path, plugin_env: dict[str, str]
+) -> None:
+    """The watcher (its lock held here) learns of the project from the registry; the
+    daemon registers it and serves its rules, and starts no index of its own."""
+    project = make_project(tmp_path / "shop")
+    (home / "run").mkdir(parents=True)
+    watcher = FileLock(home / "run" / f"{WATCHER_ROLE}.lock")
+    assert watcher.acquire()
+    try:
+        hook(home, session_json(project, "s-w"), "session", project, plugin_env)
+        read = hook(
+            home,
+            file_json(project / "src/api/users.ts", project, "s-w"),
+            "file",
+            project,
+            plugin_env,
+        )
+        assert RULE_LINE in read
+        deadline = time.monotonic() + 30
+        while "the running watcher indexes" not in daemon_log(home):
+            assert time.monotonic() < deadline, daemon_log(home)
+            time.sleep(0.1)
+    finally:
+        watcher.release()
+    assert registered(home) == [str(project)]
+    assert index_pids(home) == []
+
+
 # -- the parts, without a daemon ---------------------------------------------------------
 
 
@@ -266,6 +296,8 @@ def test_the_home_folder_and_above_are_refused(tmp_path: Path) -> None:
     assert refused_root(str(tmp_path / "home"), user) == "a folder above the home folder"
     assert refused_root(str(user / "code" / "shop"), user) is None
     assert refused_root(str(tmp_path / "elsewhere"), user) is None
+    state = tmp_path / "state"
+    assert refused_root(str(state / "run"), user, state) == "in the state folder"
 
 
 def test_a_registered_project_is_a_source_once(home: Path, tmp_path: Path) -> None:
@@ -318,6 +350,35 @@ def test_a_rule_read_from_its_file_is_masked(tmp_path: Path) -> None:
     [row] = [r for r in read_rules(str(project), 1_000_000) if r["path"].endswith("deploy.mdc")]
     assert token not in json.dumps(row)
     assert "[MASKED:github-token]" in row["description"]
+
+
+def test_a_running_watcher_takes_on_a_registered_project_at_once(
+    home: Path, tmp_path: Path
+) -> None:
+    from precedents.store import Store, open_store
+    from precedents.watcher import Watcher, WatchTiming
+    from tests.conftest import FakeEmbedder
+
+    settings = load_settings()
+    emb = FakeEmbedder()
+    store = open_store(settings.index_dir, emb)
+    reader = Store(settings.index_dir, emb.model_id, emb.dimension, reader=True)
+    # No rescan during the test: only the registry's watch can tell it.
+    timing = WatchTiming(quiet_s=0.1, conversation_quiet_s=0.3, max_wait_s=2.0, rescan_s=600.0)
+    watcher = Watcher(settings, store=store, embedder=emb, timing=timing)
+    watcher.start()
+    try:
+        assert watcher.wait_ready(30)
+        project = make_project(tmp_path / "shop")
+        note = project / ".precedents/notes/x.md"
+        register(home, str(project))
+        deadline = time.monotonic() + 30
+        while str(note) not in reader.files() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert reader.files()[str(note)].project == str(project)
+        assert str(project / ".cursor/rules/api.mdc") in reader.files()
+    finally:
+        watcher.stop()
 
 
 def test_a_running_watcher_is_seen_by_its_lock(tmp_path: Path) -> None:

@@ -84,16 +84,21 @@ def register(home: Path, root: str) -> bool:
     return True
 
 
-def refused_root(root: str, home_folder: Path | None = None) -> str | None:
+def refused_root(
+    root: str, home_folder: Path | None = None, state: Path | None = None
+) -> str | None:
     """Why ``root`` is never registered nor indexed by a session starting in it, or None.
 
     The rule: not ``/`` (nor a drive root), not the user's home folder, nor any folder
     above it (``/home``, ``/Users``); a git repository inside the home folder, or any
     folder below it, is fine. The home folder itself as a git repository (dotfiles)
-    is refused too: its root is the home folder."""
+    is refused too: its root is the home folder. Nor a folder in the ``state`` folder
+    (the daemon's own working folder)."""
     path = Path(root)
     if path.parent == path:
         return "the file system's root"
+    if state is not None and path.is_relative_to(state):
+        return "in the state folder"
     home = home_folder if home_folder is not None else _home()
     if home is None:
         return None

@@ -117,7 +117,7 @@ class FirstSessions:
         recall = self._recall
         assert recall is not None
         shown = shown_path(root)
-        why = refused_root(root)
+        why = refused_root(root, state=self.settings.home)
         if why is not None:
             log.info("first session: %s is %s: not indexed", shown, why)
             return
