@@ -5,7 +5,7 @@ Claude Code's projects folder names a project only once a transcript records its
 only the plugin installed is neither: the daemon registers it at its first hook
 (:mod:`precedents.query_daemon.projects`), and every walk of the sources
 (``reindex``, the watcher, ``status``) takes it on from here
-(:func:`precedents.ingest.sources.configured_sources`).
+(``configured_sources`` in :mod:`precedents.ingest.sources`).
 
 The list is ``projects/registered.json`` in the state folder, alone in its folder so
 that a running watcher can watch that folder and learn of a new project at once
@@ -23,15 +23,10 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from precedents.config import ensure_private_dir
 from precedents.runlock import FileLock, write_private
-
-if TYPE_CHECKING:
-    from precedents.ingest.sources import SourceDir
 
 log = logging.getLogger("precedents.ingest")
 
@@ -130,20 +125,6 @@ def watcher_running(run_dir: Path) -> bool:
     except OSError:
         return False
     return True
-
-
-def registered_sources(home: Path, found: Sequence[SourceDir]) -> list[SourceDir]:
-    """The own sources (ADRs, rules, team notes) of the registered projects that no
-    other way ``found`` already: a project's sources once, not twice."""
-    from precedents.ingest.sources import project_sources
-
-    known = {s.project for s in found if s.within is not None}
-    out: list[SourceDir] = []
-    for root in registered(home):
-        if root not in known and Path(root).is_dir():
-            known.add(root)
-            out.extend(project_sources(Path(root)))
-    return out
 
 
 def registry_watch(home: Path) -> tuple[str, bool]:
