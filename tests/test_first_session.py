@@ -352,6 +352,35 @@ def test_a_rule_read_from_its_file_is_masked(tmp_path: Path) -> None:
     assert "[MASKED:github-token]" in row["description"]
 
 
+def test_the_background_index_walks_that_project_alone(home: Path, tmp_path: Path) -> None:
+    from precedents.ingest.first_session import project_only_sources
+    from precedents.ingest.sources import encode_project_path
+
+    project = make_project(tmp_path / "shop")
+    claude = Path(os.environ["PRECEDENTS_CLAUDE_DIR"]) / "projects"
+    (claude / encode_project_path(str(project)) / "memory").mkdir(parents=True)
+    (claude / encode_project_path(str(tmp_path / "other")) / "memory").mkdir(parents=True)
+    found = project_only_sources(load_settings(), str(project))
+    assert {s.project for s in found} == {str(project)}
+    assert {s.kind for s in found} == {"adr", "rule", "note", "conversation"}
+    assert all("other" not in str(s.root) for s in found)
+
+
+def test_the_background_index_says_how_to_call_it(home: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "precedents.ingest.first_session", "relative/path"],
+        capture_output=True,
+        text=True,
+        env=hook_env(home),
+        timeout=120,
+        check=False,
+    )
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines() == [
+        "usage: python -m precedents.ingest.first_session ROOT"
+    ]
+
+
 def test_a_running_watcher_takes_on_a_registered_project_at_once(
     home: Path, tmp_path: Path
 ) -> None:
@@ -379,6 +408,19 @@ def test_a_running_watcher_takes_on_a_registered_project_at_once(
         assert str(project / ".cursor/rules/api.mdc") in reader.files()
     finally:
         watcher.stop()
+
+
+def test_a_daemon_with_no_engine_keeps_no_hook_waiting(home: Path, tmp_path: Path) -> None:
+    import threading
+
+    from precedents.query_daemon.projects import FirstSessions
+
+    first = FirstSessions(load_settings(), threading.Event())
+    pending = first.note(str(tmp_path))
+    assert not pending.is_set() and first.note(str(tmp_path)) is pending  # noted once
+    first.attach(object())  # type: ignore[arg-type] - a test's stand-in for Recall
+    assert pending.is_set()
+    assert first.note(str(tmp_path / "other")).is_set()
 
 
 def test_a_running_watcher_is_seen_by_its_lock(tmp_path: Path) -> None:

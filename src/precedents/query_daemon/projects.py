@@ -74,6 +74,7 @@ class FirstSessions:
         self._todo: queue.Queue[str] = queue.Queue()
         self._lock = threading.Lock()
         self._recall: Recall | None = None
+        self._off = False  # no engine to serve provisional rules from: nothing is taken on
         self.children: dict[str, subprocess.Popen[bytes]] = {}
 
     def note(self, cwd: str) -> threading.Event:
@@ -84,7 +85,7 @@ class FirstSessions:
             done = self._noted.get(root)
             if done is None:
                 done = threading.Event()
-                if len(self._noted) >= MAX_PROJECTS:
+                if self._off or len(self._noted) >= MAX_PROJECTS:
                     done.set()
                     return done
                 self._noted[root] = done
@@ -96,6 +97,10 @@ class FirstSessions:
         from precedents.recall.core import Recall
 
         if not isinstance(recall, Recall):  # a test's stand-in: nothing to serve from
+            with self._lock:
+                self._off = True
+                for noted in self._noted.values():
+                    noted.set()
             return
         self._recall = recall
         threading.Thread(target=self._work, name="first-session", daemon=True).start()
