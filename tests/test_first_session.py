@@ -366,6 +366,18 @@ def test_the_background_index_walks_that_project_alone(home: Path, tmp_path: Pat
     assert all("other" not in str(s.root) for s in found)
 
 
+def test_a_folder_with_nothing_to_index_is_left_alone(home: Path, tmp_path: Path) -> None:
+    from precedents.ingest.first_session import has_sources
+
+    settings = load_settings()
+    scratch = tmp_path / "scratch"
+    (scratch / "src").mkdir(parents=True)
+    assert has_sources(settings, str(scratch)) is False
+    (scratch / ".cursor" / "rules").mkdir(parents=True)
+    assert has_sources(settings, str(scratch)) is True
+    assert has_sources(settings, str(init_repo(tmp_path / "repo"))) is True  # its history
+
+
 def test_the_background_index_says_how_to_call_it(home: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-m", "precedents.ingest.first_session", "relative/path"],

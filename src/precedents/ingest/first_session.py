@@ -61,6 +61,23 @@ def project_only_sources(settings: Settings, root: str) -> list[SourceDir]:
     return out
 
 
+def has_sources(settings: Settings, root: str) -> bool:
+    """Whether the project at ``root`` has anything to index: a source folder that
+    exists, or a git history. A scratch folder Claude Code was started in has none:
+    it is neither registered nor indexed."""
+    return any(_holds(s) for s in project_only_sources(settings, root))
+
+
+def _holds(source: SourceDir) -> bool:
+    if source.refused:
+        return False
+    if source.history:
+        return True
+    if source.names:  # the project's own folder, for `AGENTS.md` and the like
+        return any((source.root / name).is_file() for name in source.names)
+    return source.root.is_dir()
+
+
 def index_project(settings: Settings, root: str) -> IndexReport:
     """Bring the store in line with the project at ``root``'s sources (only those:
     other projects' rows are left as they are)."""

@@ -128,6 +128,11 @@ class FirstSessions:
             return
         if not os.path.isdir(root):
             return
+        from precedents.ingest.first_session import has_sources
+
+        if not has_sources(self.settings, root):
+            log.info("first session: %s has nothing to index", shown)
+            return
         home = self.settings.home
         indexed = any(m["project"] == root for m in recall.snapshot.meta)
         if indexed and root not in registered(home):
@@ -151,7 +156,7 @@ class FirstSessions:
             recall.provisional.put(root, rows)
             recall.rescope()
         fields = {
-            "project": root,
+            "project": shown_path(root),
             "rules": len(rows),
             "ms": round((time.perf_counter() - started) * 1000, 1),
         }
@@ -180,7 +185,7 @@ class FirstSessions:
         log.info(
             "first session: indexing %s in the background %s",
             shown_path(root),
-            json.dumps({"project": root, "pid": child.pid}),
+            json.dumps({"project": shown_path(root), "pid": child.pid}),
         )
         threading.Thread(
             target=self._reap, args=(recall, root, child), name="first-index", daemon=True
@@ -190,7 +195,8 @@ class FirstSessions:
         """Wait for the background index; then hand the rules over to the store."""
         started = time.monotonic()
         code = child.wait()
-        fields = {"project": root, "exit": code, "s": round(time.monotonic() - started, 2)}
+        took = round(time.monotonic() - started, 2)
+        fields = {"project": shown_path(root), "exit": code, "s": took}
         log.info("first session: background index done %s", json.dumps(fields))
         if code != 0:
             return  # the provisional rules keep serving; the next daemon tries again
