@@ -30,6 +30,7 @@ from precedents.ingest.projects import encode_project_path as encode_project_pat
 from precedents.ingest.projects import project_keys as project_keys
 from precedents.ingest.projects import project_root as project_root
 from precedents.ingest.projects import resolve_claude_project as resolve_claude_project
+from precedents.ingest.registry import registered
 from precedents.kinds import SHARED_PROJECT, Kind, git_root
 from precedents.rules import formats as rule_formats
 from precedents.secrets.names import FOLDER_REASON, masked_path, shown_path, withheld_reason
@@ -242,6 +243,11 @@ def configured_sources(settings: Settings, given: Sources | None = None) -> list
         out.append(SourceDir("adr", d, project_root(d), (".md",), recursive=True))
     for repo in [*settings.repos, *named]:
         out.extend(project_sources(Path(project_root(repo))))
+    # And the projects a first session registered (ingest/registry.py), once each.
+    known = {s.project for s in out if s.within is not None}
+    for root in dict.fromkeys(registered(settings.home)):
+        if root not in known and Path(root).is_dir():
+            out.extend(project_sources(Path(root)))
     return out
 
 

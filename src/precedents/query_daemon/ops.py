@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, NamedTuple, cast
 from precedents import __version__
 from precedents.config import Settings
 from precedents.kinds import git_root
+from precedents.query_daemon.projects import PROVISIONAL_WAIT_S, FirstSessions
 
 if TYPE_CHECKING:
     from precedents.protocol import Answer, Failure, HookAnswer, Op, QueryAnswer
@@ -85,6 +86,7 @@ class Answers:
     _last_question: float
     _loaded: threading.Event  # set when the load is over (done or failed) or on stop
     _stop: threading.Event
+    first_sessions: FirstSessions  # the projects hooks come from (issue #29)
 
     def stop(self, reason: str = "stopped") -> None:  # pragma: no cover - Daemon's
         """Ask the daemon to exit."""
@@ -125,10 +127,12 @@ class Answers:
         if not isinstance(cwd, str) or not cwd:
             return Reply({"ok": False, "error": "cwd missing"})
         rid = {"rid": _text(request.get("rid"), 32)} if request.get("rid") else {}
+        noted = self.first_sessions.note(cwd)
         if self.recall is None:
             self._wait_for_load(request.get("wait_ms"))
         if self.recall is None:
             return Reply(self._starting(op, cwd, rid))
+        self._first_rules(op, noted)
         return _Asked(self.recall, cwd, _text(request.get("session_id")), rid)
 
     def _session(self, request: Request) -> Reply:
@@ -202,6 +206,12 @@ class Answers:
         fields = {"op": "context", "chars": len(prompt), **answer.log_fields(), **asked.rid}
         log.info("answer %s", json.dumps(fields))
         return _hook_reply(answer, asked)
+
+    def _first_rules(self, op: str, noted: threading.Event) -> None:
+        """The file hook of a project noted this moment (its first session) waits, briefly,
+        for its rule files to be read (query_daemon/projects.py); other hooks never wait."""
+        if op == "file" and not noted.is_set():
+            noted.wait(PROVISIONAL_WAIT_S)
 
     def take_back(self, given: Given | None) -> None:
         """An answer that could not be sent (its hook had given up): its records are not

@@ -68,6 +68,7 @@ from precedents.query_daemon.logs import configure_logging as configure_logging 
 from precedents.query_daemon.logs import note_disk_full, note_earlier_disk_full
 from precedents.query_daemon.ops import Answers, Given, Reply
 from precedents.query_daemon.presence import peer_uid
+from precedents.query_daemon.projects import FirstSessions
 from precedents.query_daemon.starter import allow_respawn
 
 if TYPE_CHECKING:
@@ -135,6 +136,8 @@ class Daemon(Answers):
         self._secret: bytes | None = None
         self._owned: list[Path] = []
         self._http: Any = None  # the HTTP hook listener (query_daemon.http), when configured
+        # The projects the hooks come from, taken on at their first session (issue #29).
+        self.first_sessions = FirstSessions(settings, self._stop)
         self.stop_reason = ""
 
     # -- start and stop ------------------------------------------------------------
@@ -266,6 +269,7 @@ class Daemon(Answers):
             with contextlib.suppress(OSError):
                 path.unlink(missing_ok=True)
         self._owned.clear()
+        self.first_sessions.close()
         if self.recall is not None:
             with contextlib.suppress(Exception):
                 self.recall.close()
@@ -375,6 +379,7 @@ class Daemon(Answers):
         threading.Thread(
             target=self._refresh_loop, args=(recall,), name="refresh", daemon=True
         ).start()
+        self.first_sessions.attach(recall)
 
     def _refresh_loop(self, recall: Recall) -> None:
         while not self._stop.wait(REFRESH_S):

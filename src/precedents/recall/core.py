@@ -37,6 +37,7 @@ from precedents.recall.hooks import HookAnswers
 from precedents.recall.marks import AdrMarks
 from precedents.recall.multilingual import Multilingual
 from precedents.recall.mute import PROMPT, MuteList
+from precedents.recall.provisional import ProvisionalRules
 from precedents.recall.relevance import DECISION_RANKS, Relevance
 from precedents.recall.selection import select
 from precedents.recall.sessions import SessionLog
@@ -91,6 +92,9 @@ class Recall(HookAnswers):
         self.commit_files = CommitFiles(settings.cache_dir)
         self.sessions = SessionLog()
         self._scopes: FileScopes | None = None  # the snapshot's, once its globs are compiled
+        # Rules read from files of a project the store does not hold yet (the daemon's
+        # first sessions, query_daemon/projects.py): served beside the snapshot's.
+        self.provisional = ProvisionalRules()
         self._snapshot: VectorSnapshot = EMPTY
         self._refresh_lock = threading.Lock()
         self._encode_lock = threading.Lock()
@@ -132,7 +136,7 @@ class Recall(HookAnswers):
         self._snapshot = snapshot
         # Built here (the refresh thread in the daemon), never on a hook's path: the
         # previous scopes serve until the rules' globs are compiled (issue #28).
-        scopes, previous = FileScopes(snapshot.meta), self._scopes
+        scopes, previous = FileScopes(self._scope_rows(snapshot)), self._scopes
         if previous is None:
             self._scopes = scopes  # the first: notes and ADRs at once, rules once compiled
         cache = scopes.compile(previous)
@@ -149,6 +153,20 @@ class Recall(HookAnswers):
         # A team note's line asks whether its author is the local user: read here, once.
         warm_local_names({str(r["project"]) for r in snapshot.meta if r.get("origin") == TEAM})
         self._warm_multilingual()
+
+    def _scope_rows(self, snapshot: VectorSnapshot) -> list[dict[str, Any]]:
+        """The rows scopes are built from: the snapshot's, then the provisional rules (a
+        path the snapshot holds keeps its stored row: FileScopes keeps the first)."""
+        extra = self.provisional.rows()
+        return [*snapshot.meta, *extra] if extra else snapshot.meta
+
+    def rescope(self) -> None:
+        """Build the scopes again after the provisional rules changed (off the hooks'
+        path: the previous scopes serve until the new ones are compiled)."""
+        with self._refresh_lock:
+            scopes = FileScopes(self._scope_rows(self._snapshot))
+            scopes.compile(self._scopes)
+            self._scopes = scopes
 
     def _warm_multilingual(self) -> None:
         """Load the multilingual model now, in the refresh thread, when the vectors first

@@ -38,6 +38,7 @@ from precedents.config import Settings
 from precedents.errors import PrecedentsError, UsageError
 from precedents.files import NOT_UTF8_NAME, escaped, undecodable
 from precedents.ingest.indexer import Indexer, IndexReport, lazy_store
+from precedents.ingest.registry import in_registry, registry_watch
 from precedents.ingest.removal import produced_by
 from precedents.ingest.sources import (
     SourceDir,
@@ -278,7 +279,10 @@ class Watcher:
         claude = self.settings.claude_dir if self._discovering else None
         repos = history_repos(self._sources)
         self._git_dirs = git_dirs(repos)
-        return self._watches.sync(wanted_watches(self._sources, claude, repos))
+        wanted = wanted_watches(self._sources, claude, repos)
+        if not self._fixed:  # a project a first session registers (ingest/registry.py)
+            wanted.add(registry_watch(self.settings.home))
+        return self._watches.sync(wanted)
 
     def _refresh_sources(self) -> None:
         old = self._sources
@@ -348,6 +352,9 @@ class Watcher:
                     continue  # git's own files are no source
                 if event.is_directory:
                     self._on_dir_event(path, event.event_type)
+                    continue
+                if not self._fixed and in_registry(self.settings.home, path):
+                    self._debouncer.add(_REDISCOVER, self.timing.quiet_s)
                     continue
                 if undecodable(path) and path not in self._bad_names and len(self._bad_names) < 999:
                     self._bad_names.add(path)
