@@ -8,8 +8,8 @@ file is retried alone among its group's files, not among thousands), and one
 account in the log. Inside a group the indexer commits every embedding batch,
 so notes are searchable as they land whatever the group size.
 
-Before the groups, a burst of more than ``HEADS_FROM`` files has every new or
-changed document stored by its head alone (:mod:`precedents.ingest.heads`), in one
+Before the groups, a burst of more than ``BURST_HEADS_FROM`` files has every new
+or changed document stored by its head alone (:mod:`precedents.ingest.heads`), in one
 hold of the writer lock per ``HEAD_BATCH`` heads: the whole pull is searchable
 first, then indexed in full group by group.
 """
@@ -31,7 +31,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-APPLY_FILES = HEADS_FROM  # a group is never headed on its own (heads.py)
+APPLY_FILES = HEADS_FROM  # a group is never headed again by the indexer (heads.py)
+# A path is due 0.3 s after its own last event, so a `git pull` reaches the worker
+# in several bursts (a few files, then the rest while those were indexed): a burst
+# is headed from this size on, well below a group.
+BURST_HEADS_FROM = 64
 LOGGED_PATHS = 5
 
 
@@ -64,7 +68,7 @@ def heads_first(
     Each ``HEAD_BATCH`` of files is one hold of the writer lock, so a `remember`
     waits for a batch of heads, not for the pull.
     """
-    if len(paths) <= HEADS_FROM:
+    if len(paths) <= BURST_HEADS_FROM:
         return 0
     started = time.perf_counter()
     files = [src for p in paths if (src := route(p)) is not None and os.path.isfile(p)]

@@ -93,6 +93,7 @@ class WatchStats:
     """Counters of what the watcher did since it started."""
 
     batches: int = 0
+    headed: int = 0  # documents stored by their heads first (ingest/heads.py)
     files_indexed: int = 0
     files_removed: int = 0
     chunks_embedded: int = 0
@@ -480,7 +481,7 @@ class Watcher:
         # time (watcher/batches.py).
         ordered = sorted(paths)
         assert self._indexer is not None
-        heads_first(self._indexer, self._route, ordered, self._check_stop)
+        self.stats.headed += heads_first(self._indexer, self._route, ordered, self._check_stop)
         if paths and all([self._apply_group(group) for group in groups(ordered)]):
             raise _AllFailed
 
