@@ -321,14 +321,14 @@ def test_a_store_built_before_scopes_gets_them(home: Path, tmp_path: Path) -> No
 def test_a_parser_change_rereads_only_the_kinds_it_touched(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from precedents.ingest import indexer
+    from precedents.ingest import parser_version
     from precedents.ingest.indexer import CHUNKER_VERSION, reread_kinds
     from precedents.kinds import KINDS
 
     # Version 4 added scopes to notes, rules and ADRs: a user's logs are not re-embedded
     # (as the parser stood at version 4; version 5, issue #20, re-reads every kind).
     with monkeypatch.context() as patch:
-        patch.setattr(indexer, "CHUNKER_VERSION", "4")
+        patch.setattr(parser_version, "CHUNKER_VERSION", "4")
         assert reread_kinds("3") == {"note", "rule", "adr"}
     assert reread_kinds("2") == set(KINDS) == reread_kinds(None) == reread_kinds("x")
     assert reread_kinds(str(int(CHUNKER_VERSION) + 1)) == set(KINDS)  # a newer parser's store
