@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -110,7 +111,11 @@ def rule(repo: Path, rel: str) -> str:
 
 def tool(home: Path, repo: Path, name: str, rel: str, session: str, cwd: Path | None = None) -> str:
     """The file hook's additionalContext for Claude Code's ``name`` tool on ``rel`` ("")."""
-    done = run_hook(home, file_json(repo / rel, cwd or repo, session, name), "file")
+    # No transcript: no client version known, Claude Code's documented rule decides (a
+    # transcript not written yet would take the latest version another test's named).
+    data = json.loads(file_json(repo / rel, cwd or repo, session, name))
+    data["transcript_path"] = ""
+    done = run_hook(home, json.dumps(data).encode(), "file")
     assert done.returncode == 0 and done.stderr == b"", done.stderr
     if not done.stdout:
         return ""
@@ -256,7 +261,13 @@ def test_real_claude_code_gets_each_rule_once(
     reaches the model once; InstructionsLoaded reached the daemon."""
     home, repo = daemon
     made = [repo / "src/db/made.ts", repo / "services/billing/made.ts"]
+    plain = repo / "notes.txt"  # under no rule
+    plain.write_text("nothing scoped here\n", encoding="utf-8")
     turns = [
+        # Claude Code writes the session's transcript (its version) after the first
+        # tool's PreToolUse: the first tool of a daemon's first session finds no
+        # version and the documented rule decides (docs/rules.md). So a plain Read first.
+        ToolUse("Read", {"file_path": str(plain)}),
         ToolUse("Write", {"file_path": str(made[0]), "content": "export {};\n"}),
         ToolUse("Read", {"file_path": str(repo / "src/db/schema.ts")}),
         ToolUse("Read", {"file_path": str(repo / "src/api/users.ts")}),
@@ -269,7 +280,7 @@ def test_real_claude_code_gets_each_rule_once(
     try:
         with StubApi(turns) as api:
             proc = subprocess.run(
-                [str(claude_bin), "-p", "add a table", "--max-turns", "6", *TOOLS],
+                [str(claude_bin), "-p", "add a table", "--max-turns", "7", *TOOLS],
                 cwd=repo,
                 env=claude_env(home, tmp_path, api.url),
                 capture_output=True,
@@ -280,7 +291,7 @@ def test_real_claude_code_gets_each_rule_once(
             bodies = [r.body for r in api.main_requests()]
     finally:
         install(settings_file, uninstall=True)
-        for path in made:
+        for path in [*made, plain]:
             path.unlink(missing_ok=True)
     assert proc.returncode == 0, proc.stderr[-1500:]
     last = bodies[-1]
@@ -289,8 +300,18 @@ def test_real_claude_code_gets_each_rule_once(
     assert any(f"({rule(repo, '.cursor/rules/api.mdc')})" in r for r in read)
     hooks = "\n".join(hook_context(last, "PreToolUse"))
     assert "db.md" not in hooks and "billing/CLAUDE.md" not in hooks
-    answers = [a for a in daemon_answers(home) if a.get("op") == "instructions"][before:]
-    assert sorted(a["reason"] for a in answers) == ["nested_traversal", "path_glob_match"]
+    # The events' hooks run beside the tools: the last may still be on its way.
+    deadline = time.monotonic() + 10
+    while True:
+        answers = [a for a in daemon_answers(home) if a.get("op") == "instructions"][before:]
+        if len(answers) >= 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    # Claude Code runs these hooks beside its tools and does not wait for the last one
+    # when `-p` ends: the nested CLAUDE.md's event (the last tool's) was recorded in
+    # most runs, not all (measured 3 of 4 under load); the db rule's, earlier, always.
+    reasons = sorted(a["reason"] for a in answers)
+    assert "path_glob_match" in reasons and set(reasons) <= {"path_glob_match", "nested_traversal"}
     assert all(a["known"] for a in answers)
 
 

@@ -88,12 +88,16 @@ def loading_tools(version: str) -> frozenset[str]:
 
 def session_tools(sessions: SessionLog, session: str, transcript: str) -> frozenset[str]:
     """The tools after which ``session``'s Claude Code loads a file's rules: by the version
-    its ``transcript`` names, read once per session."""
+    its ``transcript`` names (read until it names one: its first tool may come before
+    Claude Code wrote it, and then the version of the latest session that named one is
+    the likeliest), else Claude Code's documented rule (no transcript: no client known)."""
     version = sessions.client(session)
-    if version is None and transcript:
+    if not version and transcript:
         version = transcript_version(transcript)
-        if version is not None:
+        if version:
             sessions.set_client(session, version)
+        else:
+            version = sessions.last_client
     return loading_tools(version or "")
 
 

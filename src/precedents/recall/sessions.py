@@ -47,6 +47,9 @@ class SessionLog:
         self.ttl_s = ttl_s
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._lock = threading.Lock()
+        # The Claude Code version of the latest session whose transcript named one: a
+        # session whose own is not written yet is most likely run by the same client.
+        self.last_client = ""
 
     def _get(self, session: str, create: bool) -> _Session | None:
         """The session's entry (the caller holds the lock); expired ones are dropped."""
@@ -145,13 +148,16 @@ class SessionLog:
             return entry.client if entry is not None else None
 
     def set_client(self, session: str, version: str) -> None:
-        """Remember ``session``'s Claude Code version (recall/loaded.py)."""
+        """Remember ``session``'s Claude Code version (recall/loaded.py), and that it is
+        the latest one seen (:attr:`last_client`)."""
         if not valid(session):
             return
         with self._lock:
             entry = self._get(session, create=True)
             assert entry is not None
             entry.client = version
+            if version:
+                self.last_client = version
 
     def forget(self, session: str) -> None:
         """Drop what ``session`` was given and touched (SessionStart: a new, resumed,
