@@ -48,7 +48,18 @@ if TYPE_CHECKING:
 
     # The message types exist for mypy alone (the hook must not import typing): import
     # them under TYPE_CHECKING. query_daemon/ops.py has one handler per Op (a test checks).
-    Op = Literal["ping", "stop", "status", "query", "index", "recall", "context", "session", "file"]
+    Op = Literal[
+        "ping",
+        "stop",
+        "status",
+        "query",
+        "index",
+        "recall",
+        "context",
+        "session",
+        "file",
+        "remember",
+    ]
 
     class BareRequest(TypedDict):
         op: Literal["ping", "stop", "status"]
@@ -148,6 +159,17 @@ if TYPE_CHECKING:
     class RecallAnswer(QueryAnswer):
         context: str | None
 
+    # `remember` (issue #29): the note the CLI has just written, handed to the daemon,
+    # which takes it at once and indexes it with its model (once loaded) on its own time.
+    class RememberRequest(TypedDict):
+        op: Literal["remember"]
+        path: str  # the note (.md), written and masked by the CLI
+        project: str  # the project key its rows are stored under
+
+    class RememberAnswer(_Envelope):  # taken: indexed on the daemon's own time
+        ok: Literal[True]
+        ready: bool  # its model was loaded: searchable within a second or two
+
     Answer = (
         Failure
         | Done
@@ -157,6 +179,7 @@ if TYPE_CHECKING:
         | IndexAnswer
         | HookAnswer
         | RecallAnswer
+        | RememberAnswer
     )
 
 
@@ -492,6 +515,12 @@ class DaemonClient:
     def index(self, path: str, project: str, timeout: float) -> IndexAnswer:
         """Index one note now with the daemon's warm model."""
         request: IndexRequest = {"op": "index", "path": path, "project": project}
+        return self._call(request, timeout)  # type: ignore[return-value]
+
+    def remember(self, path: str, project: str, timeout: float) -> RememberAnswer:
+        """Hand the daemon a note just written (``remember``), to index on its own time: taken
+        at once, even while its model loads (unlike :meth:`index`, never "starting")."""
+        request: RememberRequest = {"op": "remember", "path": path, "project": project}
         return self._call(request, timeout)  # type: ignore[return-value]
 
     def recall(self, prompt: str, cwd: str, k: int, timeout: float) -> RecallAnswer:

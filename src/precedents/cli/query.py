@@ -49,6 +49,12 @@ def _print_auto(context: str | None, as_json: bool) -> None:
         print_json({"additionalContext": context})
     elif context:
         typer.echo(context)
+    else:  # silence would read as a failure (issue #29): say it, on stderr as a note
+        typer.echo(
+            "nothing stands out for this message: the hook would inject nothing "
+            "(`precedents query` shows the ranking)",
+            err=True,
+        )
 
 
 def _print_results(result: QueryResult, all_projects: bool) -> None:

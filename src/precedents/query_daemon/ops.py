@@ -5,7 +5,9 @@ Ops (:data:`precedents.protocol.Op`), each one handler in :data:`HANDLERS`:
 UserPromptSubmit hook), ``file`` (the PreToolUse hook of the file tools),
 ``session`` (SessionStart), ``query`` (`precedents query`), ``status``
 (`precedents status`), ``index`` (`remember`) and ``recall`` (the MCP tool:
-``context`` and ``query`` in one round trip, each logged as itself). The log
+``context`` and ``query`` in one round trip, each logged as itself) and
+``remember`` (`precedents remember`: a note the CLI wrote, indexed now, or as soon
+as the model is loaded when it comes during the load). The log
 records ids, sizes, scores and timings, never a prompt's text; for ``file``,
 the project and the records given, never the file's path (it may name what the
 user works on). A hook's request id (``rid``: random, it says nothing of the
@@ -33,7 +35,7 @@ from precedents.config import Settings
 from precedents.kinds import git_root
 
 if TYPE_CHECKING:
-    from precedents.protocol import Answer, Failure, HookAnswer, Op, QueryAnswer
+    from precedents.protocol import Answer, Failure, HookAnswer, Op, QueryAnswer, RememberAnswer
     from precedents.recall.answer import Answer as Decision
     from precedents.recall.core import Recall
 
@@ -260,6 +262,54 @@ class Answers:
         log.info("answer %s", json.dumps({"op": "index", "indexed": indexed, "ms": ms}))
         return Reply({"ok": True, "indexed": indexed})
 
+    def _remember(self, request: Request) -> Reply:
+        """A note `remember` has just written, taken at once and indexed on a thread of its
+        own (issue #29): the CLI returns without waiting for LanceDB (its first import and
+        write here take 1-8 s on a busy 2-core machine) or, in a daemon still loading, for
+        the model. ``ready``: whether the model was loaded when the note was taken."""
+        path, project = request.get("path"), request.get("project")
+        if not isinstance(path, str) or not isinstance(project, str) or not path.endswith(".md"):
+            return Reply({"ok": False, "error": "path (.md) and project missing"})
+        if self._stop.is_set():
+            return Reply({"ok": False, "error": "stopping"})
+        self._last_question = time.monotonic()
+        ready = self.recall is not None
+        # Not a daemon thread: a note being written when the daemon stops is finished.
+        threading.Thread(
+            target=self._remember_when_loaded, args=(path, project), name="remember"
+        ).start()
+        log.info("answer %s", json.dumps({"op": "remember", "taken": True, "ready": ready}))
+        taken: RememberAnswer = {"ok": True, "ready": ready}
+        return Reply(taken)
+
+    def _remember_when_loaded(self, path: str, project: str) -> None:
+        """A taken note, indexed once the model is loaded, one note at a time. The load
+        failed or the daemon stopped first: the note is on disk, and the watcher or the
+        next `reindex` finds it."""
+        # LanceDB's import (1-4 s on a busy 2-core machine) while the model loads, not after.
+        import precedents.ingest.indexer  # noqa: F401
+
+        self._loaded.wait()
+        recall = self.recall
+        if recall is None or self._stop.is_set():
+            log.warning("a remembered note was not indexed (the daemon stopped first)")
+            return
+        from precedents.ingest.remember import index_remembered
+
+        with _REMEMBERING:
+            started = time.perf_counter()
+            try:
+                indexed = index_remembered(self.settings, recall.embedder, Path(path), project)
+                recall.refresh(now=True)  # searchable from the next question on
+            except Exception:  # a thread of its own: nobody else would hear of it
+                log.exception("indexing a remembered note failed")
+                return
+        ms = round((time.perf_counter() - started) * 1000, 1)
+        log.info("answer %s", json.dumps({"op": "remember", "indexed": indexed, "ms": ms}))
+
+
+# Remembered notes are indexed one at a time (the writer lock is one per process).
+_REMEMBERING = threading.Lock()
 
 Handler = Callable[[Answers, Request], Reply]
 
@@ -274,6 +324,7 @@ HANDLERS: dict[Op, Handler] = {
     "context": Answers._context,
     "session": Answers._session,
     "file": Answers._file,
+    "remember": Answers._remember,
 }
 
 
