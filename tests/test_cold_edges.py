@@ -61,17 +61,6 @@ def found(home: Path, project: Path, path: str, question: str = QUESTION) -> dic
     return {**answer, "found": path in [r["path"] for r in answer["results"]]}
 
 
-def until_found(home: Path, project: Path, path: str, limit: float = 60) -> dict[str, Any]:
-    """`query --json` until it names ``path`` (the daemon indexes a note on its own time:
-    a second or two when warm, the first LanceDB import included; longer on a busy box)."""
-    saved = time.monotonic()
-    answer = found(home, project, path)
-    while not answer["found"] and time.monotonic() - saved < limit:
-        time.sleep(0.3)
-        answer = found(home, project, path)
-    return answer
-
-
 def daemon_pid(home: Path) -> int | None:
     try:
         return int((home / "run" / protocol.PID_NAME).read_text().strip())
@@ -119,8 +108,8 @@ def test_remember_with_a_daemon_up_is_indexed_by_it_and_found_at_once(
     api.remember(load_settings(), "The cache is Redis, one per region.", project=str(project))
     with running_daemon(home):
         took, result = remember(home, project, NOTE)
-        assert result["indexed_by"] == "daemon" and result["queued"] is False
-        answer = until_found(home, project, result["path"])
+        assert result["indexed_by"] == "daemon" and result["loaded"] is True
+        answer = found(home, project, result["path"])  # the query waits for the note
         assert answer["via"] == "daemon" and answer["found"]
         # Loose: the CLI's own start, no model (1.7-4 s before, with a model warm-started).
         assert took < 5.0, took
@@ -153,14 +142,13 @@ def test_remember_with_no_daemon_starts_one_and_returns_before_its_model_loads(
         assert took < 10.0, took  # loose: 3-15 s before, a model loaded in the CLI
 
         # The first query while the daemon loads waits for it (no second model here).
-        answer = until_found(home, project, result["path"])
-        assert answer["via"] == "daemon"
-        assert answer["found"], "the queued note was never indexed"
+        answer = found(home, project, result["path"])  # waits for the model and the note
+        assert answer["via"] == "daemon" and answer["found"]
         wait_ready(home)
         assert daemon_pid(home) == pid  # one daemon, the one the CLI started
-        # It took the note while its model loaded (queued) or, on a stalled CLI, after.
-        taken = '"op": "remember", "taken": true, "ready": false'
-        assert (taken in (home / "logs" / "daemon.log").read_text()) is result["queued"]
+        # It took the note while its model loaded or, on a stalled CLI, indexed it after.
+        log = (home / "logs" / "daemon.log").read_text()
+        assert f'"op": "remember", "taken": true, "loaded": {json.dumps(result["loaded"])}' in log
     assert not alive(pid)
     assert daemon_pid(home) is None
 

@@ -50,11 +50,17 @@ T = TypeVar("T")
 # `remember`: how long it waits for a daemon it started to listen (a Python start and the
 # server's imports: 0.3-1 s on a busy 2-core machine) before indexing the note itself.
 HAND_OVER_S = 5.0
+# `remember`: the daemon takes a note at once (it indexes it on its own time).
+REMEMBER_S = 5.0
 WATCHER_ROLE = "watcher"  # precedents.watcher.ROLE (a test checks they agree)
 # A warm daemon answers in tens of milliseconds; past this, rank in-process.
 DAEMON_QUERY_S = 5.0
+# `query`: a warm daemon answers in milliseconds, but holds a question while it indexes
+# the notes `remember` handed it (query_daemon/ops.py, NOTES_WAIT_S: the first imports
+# LanceDB, 1-7 s on a busy 2-core machine).
+QUERY_S = 30.0
 # MCP `recall`: how long a call waits for the daemon's answer.
-RECALL_S = 10.0
+RECALL_S = QUERY_S  # its `query` half may wait as `query` does
 MAX_PATH_CHARS = 4096
 
 
@@ -152,9 +158,7 @@ def query(
     def asked(client: DaemonClient) -> QueryResult | None:
         if embedder is not None:
             return None
-        answer = _when_loaded(
-            settings, client, lambda: client.query(text, target, k, DAEMON_QUERY_S)
-        )
+        answer = _when_loaded(settings, client, lambda: client.query(text, target, k, QUERY_S))
         return {"project": answer["project"], "results": answer["results"], "via": "daemon"}
 
     return daemon_client.daemon_or_here(
@@ -375,22 +379,21 @@ def _indexed_by(settings: Settings, saved: Saved, start: bool) -> dict[str, Any]
     client = DaemonClient(settings.run_dir)
     answer: RememberAnswer | None
     try:
-        answer = client.remember(str(saved.path), saved.key, DAEMON_QUERY_S)
+        answer = client.remember(str(saved.path), saved.key, REMEMBER_S)
     except Unavailable as exc:
-        answer = (
-            _start_and_hand_over(settings, client, saved) if start and exc.why == "down" else None
-        )
+        if exc.why == "timeout":  # it has the note, and is slow: not indexed twice
+            return {"indexed_by": "daemon", "loaded": False}
+        answer = _start_and_hand_over(settings, client, saved) if start else None
     except Refused:  # an older daemon, or one stopping: do it here
         answer = None
     if answer is not None:
-        # Taken, indexed on the daemon's time: searchable in a second or two, or once
-        # its model is loaded (docs/cli.md).
-        return {"indexed_by": "daemon", "queued": not answer["ready"]}
+        # Taken: indexed on the daemon's time, once its model is loaded (docs/cli.md).
+        return {"indexed_by": "daemon", "loaded": answer["loaded"]}
     from precedents.ingest.indexer import lazy_store
     from precedents.ingest.remember import index_remembered
 
     index_remembered(settings, lazy_store(settings).model(), saved.path, saved.key)
-    return {"indexed_by": "remember", "queued": False}
+    return {"indexed_by": "remember"}
 
 
 def _start_and_hand_over(
@@ -401,16 +404,33 @@ def _start_and_hand_over(
     :data:`HAND_OVER_S` (not started: one was started within the minute and died)."""
     daemon_client.ensure_daemon(settings.home, client, wait_s=0.0)  # starts it, waits not
     deadline = time.monotonic() + HAND_OVER_S
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and _coming_up(settings.run_dir):
         try:
-            return client.remember(str(saved.path), saved.key, DAEMON_QUERY_S)
+            return client.remember(str(saved.path), saved.key, REMEMBER_S)
         except Unavailable as exc:
-            if exc.why != "down":
-                return None
+            if exc.why == "timeout":  # sent, and it is slow: it has the note
+                return {"ok": True, "loaded": False}
         except Refused:
             return None
         time.sleep(0.05)
     return None
+
+
+def _coming_up(run: Path) -> bool:
+    """Whether a daemon process is there to wait for: the one whose pid its pid file holds
+    (it has claimed the folder) or the spawn stamp (just started). Not started (a full disk,
+    a start within the minute that died): not worth :data:`HAND_OVER_S` of waiting."""
+    import os
+
+    if os.name == "nt":
+        return True  # no cheap liveness probe: the deadline alone
+    for name in (protocol.PID_NAME, protocol.SPAWN_STAMP):
+        try:
+            os.kill(int((run / name).read_text().strip()), 0)
+        except (OSError, ValueError):
+            continue
+        return True
+    return False
 
 
 def recall(settings: Settings, text: str, project: str | None, k: int) -> RecallResult:

@@ -166,9 +166,9 @@ if TYPE_CHECKING:
         path: str  # the note (.md), written and masked by the CLI
         project: str  # the project key its rows are stored under
 
-    class RememberAnswer(_Envelope):  # taken: indexed on the daemon's own time
+    class RememberAnswer(_Envelope):
         ok: Literal[True]
-        ready: bool  # its model was loaded: searchable within a second or two
+        loaded: bool  # its model was loaded: indexed within seconds (else once it is)
 
     Answer = (
         Failure
@@ -518,8 +518,8 @@ class DaemonClient:
         return self._call(request, timeout)  # type: ignore[return-value]
 
     def remember(self, path: str, project: str, timeout: float) -> RememberAnswer:
-        """Hand the daemon a note just written (``remember``), to index on its own time: taken
-        at once, even while its model loads (unlike :meth:`index`, never "starting")."""
+        """Hand the daemon a note just written (``remember``), taken at once and indexed on
+        its own time, even while its model loads (unlike :meth:`index`, never "starting")."""
         request: RememberRequest = {"op": "remember", "path": path, "project": project}
         return self._call(request, timeout)  # type: ignore[return-value]
 

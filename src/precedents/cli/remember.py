@@ -57,8 +57,8 @@ def _print(result: dict[str, Any], as_json: bool, done: str) -> None:
     if result.get("problem"):  # the team's config.toml: the default folder was used
         typer.echo(f"precedents: warning: {result['problem']}", err=True)
     by = result["indexed_by"]
-    if result.get("queued"):  # the daemon was loading its model: searchable once it is
-        by = "the daemon once its model is loaded, in seconds"
+    if by == "daemon":  # taken: indexed on its time (a `query` meanwhile waits for it)
+        by = "the daemon, now" if result.get("loaded") else "the daemon once its model loads"
     typer.echo(f"{done}: {result['path']} (indexed by {by})")
     if result.get("git_add"):
         typer.echo(f"share it with your team (nothing was committed): {result['git_add']}")

@@ -86,6 +86,7 @@ class Answers:
     _last_question: float
     _loaded: threading.Event  # set when the load is over (done or failed) or on stop
     _stop: threading.Event
+    _notes_taken = 0  # `remember` notes taken, not yet indexed
 
     def stop(self, reason: str = "stopped") -> None:  # pragma: no cover - Daemon's
         """Ask the daemon to exit."""
@@ -215,6 +216,9 @@ class Answers:
         if self.recall is None:
             return {"ok": False, "error": "starting"}
         self._last_question = time.monotonic()
+        # The notes `remember` handed over come first: `remember` then `query` finds it.
+        with _NOTES:
+            _NOTES.wait_for(lambda: self._notes_taken == 0, NOTES_WAIT_S)
         started = time.perf_counter()
         answer = self.recall.query(text, project, min(k, 100))
         ms = round((time.perf_counter() - started) * 1000, 1)
@@ -263,53 +267,65 @@ class Answers:
         return Reply({"ok": True, "indexed": indexed})
 
     def _remember(self, request: Request) -> Reply:
-        """A note `remember` has just written, taken at once and indexed on a thread of its
-        own (issue #29): the CLI returns without waiting for LanceDB (its first import and
-        write here take 1-8 s on a busy 2-core machine) or, in a daemon still loading, for
-        the model. ``ready``: whether the model was loaded when the note was taken."""
+        """A note `remember` has just written (issue #29), taken at once and indexed on a
+        thread of its own, once the model is loaded: the CLI waits neither for a model load
+        nor for LanceDB (imported here on the first note only, to keep it out of a daemon
+        that never writes: 1-7 s on a busy 2-core machine). A `query` or `recall` asked
+        meanwhile waits for the notes taken (``_ranked``): remember, then query, finds it."""
         path, project = request.get("path"), request.get("project")
         if not isinstance(path, str) or not isinstance(project, str) or not path.endswith(".md"):
             return Reply({"ok": False, "error": "path (.md) and project missing"})
         if self._stop.is_set():
             return Reply({"ok": False, "error": "stopping"})
         self._last_question = time.monotonic()
-        ready = self.recall is not None
+        loaded = self.recall is not None
+        with _NOTES:
+            self._notes_taken += 1
         # Not a daemon thread: a note being written when the daemon stops is finished.
         threading.Thread(
             target=self._remember_when_loaded, args=(path, project), name="remember"
         ).start()
-        log.info("answer %s", json.dumps({"op": "remember", "taken": True, "ready": ready}))
-        taken: RememberAnswer = {"ok": True, "ready": ready}
+        log.info("answer %s", json.dumps({"op": "remember", "taken": True, "loaded": loaded}))
+        taken: RememberAnswer = {"ok": True, "loaded": loaded}
         return Reply(taken)
 
     def _remember_when_loaded(self, path: str, project: str) -> None:
-        """A taken note, indexed once the model is loaded, one note at a time. The load
-        failed or the daemon stopped first: the note is on disk, and the watcher or the
-        next `reindex` finds it."""
-        # LanceDB's import (1-4 s on a busy 2-core machine) while the model loads, not after.
-        import precedents.ingest.indexer  # noqa: F401
+        """A note taken, indexed once the model is loaded. The load failed or the daemon
+        stopped first: the note is on disk, and the watcher or `reindex` finds it."""
+        try:
+            # LanceDB's import (1-4 s on a busy 2-core machine) while the model loads.
+            import precedents.ingest.indexer  # noqa: F401
 
-        self._loaded.wait()
-        recall = self.recall
-        if recall is None or self._stop.is_set():
-            log.warning("a remembered note was not indexed (the daemon stopped first)")
-            return
+            self._loaded.wait()
+            recall = self.recall
+            if recall is None or self._stop.is_set():
+                log.warning("a remembered note was not indexed (the daemon stopped first)")
+                return
+            self._index_remembered(recall, path, project)
+        except Exception:  # a thread of its own: nobody else would hear of it
+            log.exception("indexing a remembered note failed")
+        finally:
+            with _NOTES:
+                self._notes_taken -= 1
+                _NOTES.notify_all()
+
+    def _index_remembered(self, recall: Recall, path: str, project: str) -> None:
         from precedents.ingest.remember import index_remembered
 
         with _REMEMBERING:
             started = time.perf_counter()
-            try:
-                indexed = index_remembered(self.settings, recall.embedder, Path(path), project)
-                recall.refresh(now=True)  # searchable from the next question on
-            except Exception:  # a thread of its own: nobody else would hear of it
-                log.exception("indexing a remembered note failed")
-                return
+            indexed = index_remembered(self.settings, recall.embedder, Path(path), project)
+            recall.refresh(now=True)  # searchable from the next question on
         ms = round((time.perf_counter() - started) * 1000, 1)
         log.info("answer %s", json.dumps({"op": "remember", "indexed": indexed, "ms": ms}))
 
 
 # Remembered notes are indexed one at a time (the writer lock is one per process).
 _REMEMBERING = threading.Lock()
+# Guards Answers._notes_taken; notified as each note taken is indexed.
+_NOTES = threading.Condition()
+# The longest a `query` waits for the notes taken (past it: answered anyway).
+NOTES_WAIT_S = 20.0  # below api.QUERY_S, the client's budget
 
 Handler = Callable[[Answers, Request], Reply]
 
