@@ -10,7 +10,6 @@ client, and done in-process when it cannot (:mod:`precedents.query_daemon.client
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -23,7 +22,7 @@ from precedents.ingest.commit_paths import read_problems
 from precedents.ingest.progress import read_progress
 from precedents.ingest.sources import Problem, configured_sources, project_root, source_rows, walk
 from precedents.ingest.sources import Sources as Sources  # what the CLI builds its folders into
-from precedents.protocol import DaemonClient, Refused, Unavailable
+from precedents.protocol import DaemonClient, Unavailable
 from precedents.query_daemon import client as daemon_client
 from precedents.secrets.names import shown_path
 from precedents.secrets.withheld import read_withheld
@@ -36,7 +35,7 @@ if TYPE_CHECKING:
     from precedents.ingest.progress import Progress
     from precedents.ingest.promote import Saved
     from precedents.models.embedding import Embedder
-    from precedents.protocol import QueryRow, RememberAnswer
+    from precedents.protocol import QueryRow
     from precedents.service.units import ServiceResult
     from precedents.store import Store
 
@@ -47,11 +46,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("precedents.api")
 T = TypeVar("T")
 
-# `remember`: how long it waits for a daemon it started to listen (a Python start and the
-# server's imports: 0.3-1 s on a busy 2-core machine) before indexing the note itself.
-HAND_OVER_S = 5.0
-# `remember`: the daemon takes a note at once (it indexes it on its own time).
-REMEMBER_S = 5.0
 WATCHER_ROLE = "watcher"  # precedents.watcher.ROLE (a test checks they agree)
 # A warm daemon answers in tens of milliseconds; past this, rank in-process.
 DAEMON_QUERY_S = 5.0
@@ -371,66 +365,21 @@ def _index_saved(settings: Settings, saved: Saved, start: bool) -> dict[str, Any
 
 
 def _indexed_by(settings: Settings, saved: Saved, start: bool) -> dict[str, Any]:
+    from precedents.query_daemon.handover import hand_over
+
     # The watcher's role by name: importing precedents.watcher costs 0.7 s (LanceDB).
     watcher = runlock.Claim(settings.run_dir, WATCHER_ROLE)
     if saved.watched and not watcher.acquire():  # a watcher holds it: the save is its job
         return {"indexed_by": "watcher"}
     watcher.release()
-    client = DaemonClient(settings.run_dir)
-    answer: RememberAnswer | None
-    try:
-        answer = client.remember(str(saved.path), saved.key, REMEMBER_S)
-    except Unavailable as exc:
-        if exc.why == "timeout":  # it has the note, and is slow: not indexed twice
-            return {"indexed_by": "daemon", "loaded": False}
-        answer = _start_and_hand_over(settings, client, saved) if start else None
-    except Refused:  # an older daemon, or one stopping: do it here
-        answer = None
-    if answer is not None:
-        # Taken: indexed on the daemon's time, once its model is loaded (docs/cli.md).
-        return {"indexed_by": "daemon", "loaded": answer["loaded"]}
+    taken = hand_over(settings, str(saved.path), saved.key, start=start)
+    if taken is not None:  # indexed on the daemon's time, once its model is loaded
+        return {"indexed_by": "daemon", "loaded": taken}
     from precedents.ingest.indexer import lazy_store
     from precedents.ingest.remember import index_remembered
 
     index_remembered(settings, lazy_store(settings).model(), saved.path, saved.key)
     return {"indexed_by": "remember"}
-
-
-def _start_and_hand_over(
-    settings: Settings, client: DaemonClient, saved: Saved
-) -> RememberAnswer | None:
-    """Start the daemon (as the hook does) and hand it ``saved`` as soon as it listens,
-    which is well before its model is loaded; None when none came within
-    :data:`HAND_OVER_S` (not started: one was started within the minute and died)."""
-    daemon_client.ensure_daemon(settings.home, client, wait_s=0.0)  # starts it, waits not
-    deadline = time.monotonic() + HAND_OVER_S
-    while time.monotonic() < deadline and _coming_up(settings.run_dir):
-        try:
-            return client.remember(str(saved.path), saved.key, REMEMBER_S)
-        except Unavailable as exc:
-            if exc.why == "timeout":  # sent, and it is slow: it has the note
-                return {"ok": True, "loaded": False}
-        except Refused:
-            return None
-        time.sleep(0.05)
-    return None
-
-
-def _coming_up(run: Path) -> bool:
-    """Whether a daemon process is there to wait for: the one whose pid its pid file holds
-    (it has claimed the folder) or the spawn stamp (just started). Not started (a full disk,
-    a start within the minute that died): not worth :data:`HAND_OVER_S` of waiting."""
-    import os
-
-    if os.name == "nt":
-        return True  # no cheap liveness probe: the deadline alone
-    for name in (protocol.PID_NAME, protocol.SPAWN_STAMP):
-        try:
-            os.kill(int((run / name).read_text().strip()), 0)
-        except (OSError, ValueError):
-            continue
-        return True
-    return False
 
 
 def recall(settings: Settings, text: str, project: str | None, k: int) -> RecallResult:

@@ -21,7 +21,11 @@ def query(
     project: ProjectOpt = None,
     k: Annotated[int, typer.Option("-k", help="How many documents.")] = 5,
     auto: Annotated[
-        bool, typer.Option("--auto", help="Print exactly what the hook would inject.")
+        bool,
+        typer.Option(
+            "--auto",
+            help="Print exactly what the hook would inject (nothing: one line on stderr says so).",
+        ),
     ] = False,
     all_projects: Annotated[
         bool, typer.Option("--all", help="Search every indexed project, not just one.")

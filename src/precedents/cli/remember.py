@@ -27,7 +27,8 @@ def remember(
     as_json: JsonOpt = False,
 ) -> None:
     """Write a note (front matter: name, description, date; secrets masked) where Claude Code
-    keeps this project's memory, and make it searchable at once. With --team: into the
+    keeps this project's memory, and make it searchable: the daemon (started if none runs)
+    indexes it within seconds, and a `query` meanwhile waits for it. With --team: into the
     repository's team folder (author and created instead of date), never committed: it
     prints the `git add` to run."""
     # start_daemon: a daemon that is down is started and handed the note (it returns in
