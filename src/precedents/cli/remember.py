@@ -59,7 +59,7 @@ def _print(result: dict[str, Any], as_json: bool, done: str) -> None:
         typer.echo(f"precedents: warning: {result['problem']}", err=True)
     by = result["indexed_by"]
     if by == "daemon":  # taken: indexed on its time (a `query` meanwhile waits for it)
-        by = "the daemon, now" if result.get("loaded") else "the daemon once its model loads"
+        by = "the daemon" if result.get("loaded") else "the daemon once its model loads"
     typer.echo(f"{done}: {result['path']} (indexed by {by})")
     if result.get("git_add"):
         typer.echo(f"share it with your team (nothing was committed): {result['git_add']}")
