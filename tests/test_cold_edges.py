@@ -27,6 +27,20 @@ from precedents import protocol
 pytest.register_assert_rewrite("tests.conftest_daemon")
 from tests.conftest_daemon import hook_env, running_daemon, wait_ready  # noqa: E402
 
+# A CLI run that prints, last on stderr, the top-level modules it imported.
+PROBE = """
+import json, sys
+code = 0
+try:
+    from precedents.cli import main
+    sys.argv = ["precedents", *sys.argv[1:]]
+    main()
+except SystemExit as exc:
+    code = exc.code or 0
+print("MODULES " + json.dumps(sorted({m.split(".")[0] for m in sys.modules})), file=sys.stderr)
+sys.exit(code)
+"""
+HEAVY = {"lancedb", "lance", "pyarrow", "numpy", "onnxruntime", "torch", "tokenizers"}
 NOTE = "Deploys are frozen on Fridays: the release train leaves on Thursday at noon."
 QUESTION = "can I ship the release on Friday afternoon"
 
@@ -113,6 +127,15 @@ def test_remember_with_a_daemon_up_is_indexed_by_it_and_found_at_once(
         assert answer["via"] == "daemon" and answer["found"]
         # Loose: the CLI's own start, no model (1.7-4 s before, with a model warm-started).
         assert took < 5.0, took
+        # What made it seconds before: LanceDB (through precedents.watcher), the model.
+        env = hook_env(home, PRECEDENTS_CLAUDE_DIR=str(home.parent / "claude"))
+        probe = subprocess.run(
+            [sys.executable, "-c", PROBE, "remember", "Staging is reset every Monday."],
+            capture_output=True, text=True, cwd=project, env=env, timeout=300, check=False,
+        )  # fmt: skip
+        assert probe.returncode == 0 and "(indexed by the daemon)" in probe.stdout, probe.stderr
+        modules = set(json.loads(probe.stderr.splitlines()[-1].removeprefix("MODULES ")))
+        assert not modules & HEAVY, modules & HEAVY
 
         # `query --auto` is the daemon's answer: the hook's lines, naming the note...
         _, auto = cli(home, project, "query", "--auto", QUESTION)

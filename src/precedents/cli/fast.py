@@ -92,29 +92,17 @@ def run(argv: list[str]) -> int | None:
         return _bounded(functools.partial(status, **kwargs))
     if name == "remember":
         if kwargs["text"].strip():
-            _start_daemon_early()
+            # Before the command's imports (0.5-0.8 s on a busy 2-core machine): the
+            # daemon's own start (0.4-1 s to listen) overlaps them (issue #29).
+            from precedents.query_daemon.handover import start_early
+
+            start_early()
         from precedents.cli.remember import remember
 
         return _bounded(functools.partial(remember, **kwargs))
     from precedents.cli.query import query
 
     return _bounded(functools.partial(query, **kwargs))
-
-
-def _start_daemon_early() -> None:
-    """`remember` hands its note to the daemon (query_daemon/handover.py), starting one
-    when none runs: started here, before the command's imports (0.5-0.8 s on a busy 2-core
-    machine), the daemon's own start (0.4-1 s to listen) overlaps them. Stdlib and the
-    protocol only; a daemon already there, or one started within the minute, is left be."""
-    from pathlib import Path
-
-    from precedents.protocol import DaemonClient, default_home
-    from precedents.query_daemon.client import ensure_daemon
-
-    home = Path(default_home())  # the state folder, as config.state_dir reads it
-    client = DaemonClient(home / "run")
-    if not client.listening(0.5):
-        ensure_daemon(home, client, wait_s=0.0)
 
 
 def _mcp() -> int:

@@ -41,6 +41,18 @@ def hand_over(settings: Settings, path: str, project: str, *, start: bool) -> bo
     return _start_and_hand_over(settings, client, path, project) if start else None
 
 
+def start_early() -> None:
+    """Start the daemon of the state folder if none listens, before `remember`'s imports
+    (cli/fast.py): its start overlaps them, and :func:`hand_over` finds it listening or
+    about to. A daemon already there, or one started within the minute, is left be."""
+    from pathlib import Path
+
+    home = Path(protocol.default_home())  # the state folder, as config.state_dir reads it
+    client = DaemonClient(home / "run")
+    if not client.listening(0.5):
+        daemon_client.ensure_daemon(home, client, wait_s=0.0)
+
+
 def _start_and_hand_over(
     settings: Settings, client: DaemonClient, path: str, project: str
 ) -> bool | None:
