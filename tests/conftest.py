@@ -28,8 +28,9 @@ def shared_path(*parts: str) -> Path:
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """PRECEDENTS_HOME in tmp_path, and an empty Claude Code folder (never the real ~/.claude)."""
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """PRECEDENTS_HOME in tmp_path, and an empty Claude Code folder (never the real ~/.claude).
+    A daemon left running in it (one `remember` or a hook started) is stopped afterwards."""
     state = tmp_path / "state"
     monkeypatch.setenv("PRECEDENTS_HOME", str(state))
     claude = tmp_path / "claude"
@@ -37,7 +38,28 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("PRECEDENTS_CLAUDE_DIR", str(claude))
     for var in ("PRECEDENTS_MODEL", "PRECEDENTS_DEVICE", "PRECEDENTS_MAX_FILE_BYTES"):
         monkeypatch.delenv(var, raising=False)
-    return state
+    yield state
+    stop_left_daemon(state)
+
+
+def stop_left_daemon(state: Path) -> None:
+    """SIGTERM the daemon whose pid ``state``'s pid file holds, if it runs, and wait for it:
+    no test leaves one behind (its idle timeout is hours)."""
+    import signal
+    import time
+
+    try:
+        pid = int((state / "run" / "daemon.pid").read_text().strip())
+        os.kill(pid, signal.SIGTERM)
+    except (OSError, ValueError):
+        return
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return
+        time.sleep(0.05)
 
 
 @pytest.fixture(scope="session")

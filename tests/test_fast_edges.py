@@ -252,7 +252,7 @@ def test_the_fast_path_takes_only_exact_shapes() -> None:
         ["status", "--json", "--json"],
         ["mcp", "--help"],
         ["query"],
-        ["query", "x", "--auto"],
+        ["query", "x", "--auto", "--auto"],
         ["query", "x", "-k", "two"],
         ["query", "x", "-k", "-1"],
         ["query", "x", "--project=/p"],

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from precedents import protocol, runlock
 from precedents.config import Settings
@@ -51,11 +51,17 @@ if TYPE_CHECKING:
 # daemon running answer without any of them (issue #21: 0.24 s each, loaded).
 
 log = logging.getLogger("precedents.api")
+T = TypeVar("T")
 
+WATCHER_ROLE = "watcher"  # precedents.watcher.ROLE (a test checks they agree)
 # A warm daemon answers in tens of milliseconds; past this, rank in-process.
 DAEMON_QUERY_S = 5.0
+# `query`: a warm daemon answers in milliseconds, but holds a question while it indexes
+# the notes `remember` handed it (query_daemon/ops.py, NOTES_WAIT_S: the first imports
+# LanceDB, 1-7 s on a busy 2-core machine).
+QUERY_S = 30.0
 # MCP `recall`: how long a call waits for the daemon's answer.
-RECALL_S = 10.0
+RECALL_S = QUERY_S  # its `query` half may wait as `query` does
 MAX_PATH_CHARS = 4096
 
 
@@ -154,7 +160,7 @@ def query(
         if embedder is not None:
             return None
         _same_model(settings, client)
-        answer = client.query(text, target, k, DAEMON_QUERY_S)
+        answer = _when_loaded(settings, client, lambda: client.query(text, target, k, QUERY_S))
         return {"project": answer["project"], "results": answer["results"], "via": "daemon"}
 
     return daemon_client.daemon_or_here(
@@ -212,12 +218,35 @@ def _check_query(text: str) -> None:
         raise UsageError("query is empty")
 
 
+def _when_loaded(settings: Settings, client: DaemonClient, question: Callable[[], T]) -> T:
+    """``question`` to the daemon; one still loading its model is waited for (issue #29: a
+    model loaded here too took 11 s beside the daemon's load on two cores, against the
+    few seconds left of the daemon's). Unavailable when it does not become ready."""
+    try:
+        return question()
+    except Unavailable as exc:
+        if exc.why != "starting" or not daemon_client.ensure_daemon(settings.home, client):
+            raise
+    return question()
+
+
 def auto_context(settings: Settings, text: str, *, project: str | None = None) -> str | None:
-    """Exactly what the hook would inject for ``text`` (the daemon's code, in-process)."""
+    """Exactly what the hook would inject for ``text``: the daemon's answer to it (without
+    a session: nothing is held back as already given), else the same code in-process."""
     from precedents.recall import auto_context as recall_auto_context
 
     _check_query(text)
-    return recall_auto_context(settings, text, project)
+    cwd = str(project or Path.cwd())
+
+    def asked(client: DaemonClient) -> tuple[str | None]:
+        answer = _when_loaded(settings, client, lambda: client.recall(text, cwd, 1, RECALL_S))
+        return (answer["context"],)
+
+    def here() -> tuple[str | None]:
+        return (recall_auto_context(settings, text, project),)
+
+    # In a tuple: None is what the hook injects when nothing stands out, not "ask here".
+    return daemon_client.daemon_or_here(settings.run_dir, asked, here)[0]
 
 
 def status(settings: Settings) -> dict[str, Any]:
@@ -339,14 +368,18 @@ def remember(
     title: str | None = None,
     project: str | None = None,
     team: bool = False,
+    start_daemon: bool = False,
 ) -> dict[str, Any]:
     """Save ``text`` as a memory note of ``project`` (default: this folder's), or with
     ``team`` into its repository's team folder, to commit (docs/team.md); and make it
-    searchable: by the running watcher, or indexed here and now when none runs."""
+    searchable: by the running watcher, else by the daemon's warm model (one it is
+    still loading indexes it once loaded: ``queued``), else here and now. With
+    ``start_daemon`` (the CLI) a daemon that is down is started and handed the note,
+    rather than the model loaded here (issue #29: seconds, where the CLI takes < 1 s)."""
     from precedents.ingest.promote import save_personal, save_team
 
     save = save_team if team else save_personal
-    return _index_saved(settings, save(settings, text, title, project))
+    return _index_saved(settings, save(settings, text, title, project), start_daemon)
 
 
 def promote(settings: Settings, note: str, *, project: str | None = None) -> dict[str, Any]:
@@ -354,15 +387,15 @@ def promote(settings: Settings, note: str, *, project: str | None = None) -> dic
     repository's team folder, masked, with author and date (ingest/promote.py)."""
     from precedents.ingest.promote import promote as promote_note
 
-    return _index_saved(settings, promote_note(settings, note, project))
+    return _index_saved(settings, promote_note(settings, note, project), False)
 
 
-def _index_saved(settings: Settings, saved: Saved) -> dict[str, Any]:
+def _index_saved(settings: Settings, saved: Saved, start: bool) -> dict[str, Any]:
     """Make ``saved`` searchable: the running watcher's job when it watches the note's
-    folder, else done at once by the daemon's warm model, else here. The note is
+    folder, else the daemon's (started first with ``start``), else done here. The note is
     written: a full disk from here on (the state folder's) says so, and how to finish."""
     try:
-        return {**saved.to_json(), "indexed_by": _indexed_by(settings, saved)}
+        return {**saved.to_json(), **_indexed_by(settings, saved, start)}
     except (OSError, PrecedentsError) as exc:
         if not is_disk_full(exc):
             raise
@@ -371,25 +404,22 @@ def _index_saved(settings: Settings, saved: Saved) -> dict[str, Any]:
         raise disk_full(exc, settings.home, then) from None
 
 
-def _indexed_by(settings: Settings, saved: Saved) -> str:
-    from precedents.watcher import ROLE as WATCHER
+def _indexed_by(settings: Settings, saved: Saved, start: bool) -> dict[str, Any]:
+    from precedents.query_daemon.handover import hand_over
 
-    watcher = runlock.Claim(settings.run_dir, WATCHER)
+    # The watcher's role by name: importing precedents.watcher costs 0.7 s (LanceDB).
+    watcher = runlock.Claim(settings.run_dir, WATCHER_ROLE)
     if saved.watched and not watcher.acquire():  # a watcher holds it: the save is its job
-        return "watcher"
+        return {"indexed_by": "watcher"}
     watcher.release()
+    taken = hand_over(settings, str(saved.path), saved.key, start=start)
+    if taken is not None:  # indexed on the daemon's time, once its model is loaded
+        return {"indexed_by": "daemon", "loaded": taken}
+    from precedents.ingest.indexer import lazy_store
+    from precedents.ingest.remember import index_remembered
 
-    def asked(client: DaemonClient) -> str:  # its model is warm: searchable at once
-        client.index(str(saved.path), saved.key, DAEMON_QUERY_S)
-        return "daemon"
-
-    def here() -> str:
-        from precedents.ingest.indexer import index_note, lazy_store
-
-        index_note(settings, lazy_store(settings).model(), saved.path, saved.key)
-        return "remember"
-
-    return daemon_client.daemon_or_here(settings.run_dir, asked, here)
+    index_remembered(settings, lazy_store(settings).model(), saved.path, saved.key)
+    return {"indexed_by": "remember"}
 
 
 def recall(settings: Settings, text: str, project: str | None, k: int) -> RecallResult:

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
         "session",
         "file",
         "instructions",
+        "remember",
     ]
 
     class BareRequest(TypedDict):
@@ -167,6 +168,17 @@ if TYPE_CHECKING:
     class RecallAnswer(QueryAnswer):
         context: str | None
 
+    # `remember` (issue #29): the note the CLI has just written, handed to the daemon,
+    # which takes it at once and indexes it with its model (once loaded) on its own time.
+    class RememberRequest(TypedDict):
+        op: Literal["remember"]
+        path: str  # the note (.md), written and masked by the CLI
+        project: str  # the project key its rows are stored under
+
+    class RememberAnswer(_Envelope):
+        ok: Literal[True]
+        loaded: bool  # its model was loaded: indexed within seconds (else once it is)
+
     Answer = (
         Failure
         | Done
@@ -176,6 +188,7 @@ if TYPE_CHECKING:
         | IndexAnswer
         | HookAnswer
         | RecallAnswer
+        | RememberAnswer
     )
 
 
@@ -511,6 +524,12 @@ class DaemonClient:
     def index(self, path: str, project: str, timeout: float) -> IndexAnswer:
         """Index one note now with the daemon's warm model."""
         request: IndexRequest = {"op": "index", "path": path, "project": project}
+        return self._call(request, timeout)  # type: ignore[return-value]
+
+    def remember(self, path: str, project: str, timeout: float) -> RememberAnswer:
+        """Hand the daemon a note just written (``remember``), taken at once and indexed on
+        its own time, even while its model loads (unlike :meth:`index`, never "starting")."""
+        request: RememberRequest = {"op": "remember", "path": path, "project": project}
         return self._call(request, timeout)  # type: ignore[return-value]
 
     def recall(self, prompt: str, cwd: str, k: int, timeout: float) -> RecallAnswer:

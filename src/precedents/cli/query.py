@@ -21,7 +21,11 @@ def query(
     project: ProjectOpt = None,
     k: Annotated[int, typer.Option("-k", help="How many documents.")] = 5,
     auto: Annotated[
-        bool, typer.Option("--auto", help="Print exactly what the hook would inject.")
+        bool,
+        typer.Option(
+            "--auto",
+            help="Print exactly what the hook would inject (nothing: one line on stderr says so).",
+        ),
     ] = False,
     all_projects: Annotated[
         bool, typer.Option("--all", help="Search every indexed project, not just one.")
@@ -49,6 +53,12 @@ def _print_auto(context: str | None, as_json: bool) -> None:
         print_json({"additionalContext": context})
     elif context:
         typer.echo(context)
+    else:  # silence would read as a failure (issue #29): say it, on stderr as a note
+        typer.echo(
+            "nothing stands out for this message: the hook would inject nothing "
+            "(`precedents query` shows the ranking)",
+            err=True,
+        )
 
 
 def _print_results(result: QueryResult, all_projects: bool) -> None:

@@ -27,10 +27,15 @@ def remember(
     as_json: JsonOpt = False,
 ) -> None:
     """Write a note (front matter: name, description, date; secrets masked) where Claude Code
-    keeps this project's memory, and make it searchable at once. With --team: into the
+    keeps this project's memory, and make it searchable: the daemon (started if none runs)
+    indexes it within seconds, and a `query` meanwhile waits for it. With --team: into the
     repository's team folder (author and created instead of date), never committed: it
     prints the `git add` to run."""
-    result = api.remember(load_settings(), text, title=title, project=project, team=team)
+    # start_daemon: a daemon that is down is started and handed the note (it returns in
+    # well under a second), rather than the model loaded here (seconds; docs/cli.md).
+    result = api.remember(
+        load_settings(), text, title=title, project=project, team=team, start_daemon=True
+    )
     _print(result, as_json, "remembered")
 
 
@@ -52,7 +57,10 @@ def _print(result: dict[str, Any], as_json: bool, done: str) -> None:
         return
     if result.get("problem"):  # the team's config.toml: the default folder was used
         typer.echo(f"precedents: warning: {result['problem']}", err=True)
-    typer.echo(f"{done}: {result['path']} (indexed by {result['indexed_by']})")
+    by = result["indexed_by"]
+    if by == "daemon":  # taken: indexed on its time (a `query` meanwhile waits for it)
+        by = "the daemon" if result.get("loaded") else "the daemon once its model loads"
+    typer.echo(f"{done}: {result['path']} (indexed by {by})")
     if result.get("git_add"):
         typer.echo(f"share it with your team (nothing was committed): {result['git_add']}")
 

@@ -19,6 +19,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import yaml
 
@@ -26,6 +27,10 @@ from precedents.errors import NoteExists, UsageError, disk_full, is_disk_full
 from precedents.ingest.sources import claude_folder_matches, encode_project_path
 from precedents.secrets.mask import mask_secrets
 from precedents.text import one_line
+
+if TYPE_CHECKING:
+    from precedents.config import Settings
+    from precedents.models.embedding import Embedder
 
 NAME_CHARS = 80
 DESCRIPTION_CHARS = 200
@@ -117,3 +122,12 @@ def create_note(folder: Path, name: str, front: str, body: str, file: str = "") 
             raise disk_full(exc, folder, "free some space and save the note again") from None
         raise UsageError(f"{folder}: cannot write the note ({exc.strerror})") from None
     return path
+
+
+def index_remembered(settings: Settings, model: Embedder, path: Path, project: str) -> int:
+    """Index a note just saved (``path``, of project key ``project``) with ``model``, as the
+    one writer; the number of files indexed. The daemon's ``remember`` op calls it with its
+    warm model, `remember` itself with one it loads when no daemon can be had (api)."""
+    from precedents.ingest.indexer import index_note  # LanceDB: only where it indexes
+
+    return index_note(settings, model, path, project)

@@ -6,7 +6,9 @@ UserPromptSubmit hook), ``file`` (the PreToolUse hook of the file tools),
 ``session`` (SessionStart), ``instructions`` (InstructionsLoaded: an
 instruction file Claude Code loaded itself), ``query`` (`precedents query`), ``status``
 (`precedents status`), ``index`` (`remember`) and ``recall`` (the MCP tool:
-``context`` and ``query`` in one round trip, each logged as itself). The log
+``context`` and ``query`` in one round trip, each logged as itself) and
+``remember`` (`precedents remember`: a note the CLI wrote, indexed now, or as soon
+as the model is loaded when it comes during the load). The log
 records ids, sizes, scores and timings, never a prompt's text; for ``file``,
 the project and the records given, never the file's path (it may name what the
 user works on). A hook's request id (``rid``: random, it says nothing of the
@@ -35,7 +37,7 @@ from precedents.kinds import git_root
 from precedents.query_daemon.projects import PROVISIONAL_WAIT_S, FirstSessions
 
 if TYPE_CHECKING:
-    from precedents.protocol import Answer, Failure, HookAnswer, Op, QueryAnswer
+    from precedents.protocol import Answer, Failure, HookAnswer, Op, QueryAnswer, RememberAnswer
     from precedents.recall.answer import Answer as Decision
     from precedents.recall.core import Recall
 
@@ -87,6 +89,7 @@ class Answers:
     _loaded: threading.Event  # set when the load is over (done or failed) or on stop
     _stop: threading.Event
     first_sessions: FirstSessions  # the projects hooks come from (issue #29)
+    _notes_taken = 0  # `remember` notes taken, not yet indexed
 
     def stop(self, reason: str = "stopped") -> None:  # pragma: no cover - Daemon's
         """Ask the daemon to exit."""
@@ -249,6 +252,9 @@ class Answers:
         if self.recall is None:
             return {"ok": False, "error": "starting"}
         self._last_question = time.monotonic()
+        # The notes `remember` handed over come first: `remember` then `query` finds it.
+        with _NOTES:
+            _NOTES.wait_for(lambda: self._notes_taken == 0, NOTES_WAIT_S)
         started = time.perf_counter()
         answer = self.recall.query(text, project, min(k, 100))
         ms = round((time.perf_counter() - started) * 1000, 1)
@@ -296,6 +302,66 @@ class Answers:
         log.info("answer %s", json.dumps({"op": "index", "indexed": indexed, "ms": ms}))
         return Reply({"ok": True, "indexed": indexed})
 
+    def _remember(self, request: Request) -> Reply:
+        """A note `remember` has just written (issue #29), taken at once and indexed on a
+        thread of its own, once the model is loaded: the CLI waits neither for a model load
+        nor for LanceDB (imported here on the first note only, to keep it out of a daemon
+        that never writes: 1-7 s on a busy 2-core machine). A `query` or `recall` asked
+        meanwhile waits for the notes taken (``_ranked``): remember, then query, finds it."""
+        path, project = request.get("path"), request.get("project")
+        if not isinstance(path, str) or not isinstance(project, str) or not path.endswith(".md"):
+            return Reply({"ok": False, "error": "path (.md) and project missing"})
+        if self._stop.is_set():
+            return Reply({"ok": False, "error": "stopping"})
+        self._last_question = time.monotonic()
+        loaded = self.recall is not None
+        with _NOTES:
+            self._notes_taken += 1
+        # Not a daemon thread: a note being written when the daemon stops is finished.
+        threading.Thread(
+            target=self._remember_when_loaded, args=(path, project), name="remember"
+        ).start()
+        log.info("answer %s", json.dumps({"op": "remember", "taken": True, "loaded": loaded}))
+        taken: RememberAnswer = {"ok": True, "loaded": loaded}
+        return Reply(taken)
+
+    def _remember_when_loaded(self, path: str, project: str) -> None:
+        """A note taken, indexed once the model is loaded. The load failed or the daemon
+        stopped first: the note is on disk, and the watcher or `reindex` finds it."""
+        try:
+            # LanceDB's import (1-4 s on a busy 2-core machine) while the model loads.
+            import precedents.ingest.indexer  # noqa: F401
+
+            self._loaded.wait()
+            recall = self.recall
+            if recall is None or self._stop.is_set():
+                log.warning("a remembered note was not indexed (the daemon stopped first)")
+                return
+            self._index_remembered(recall, path, project)
+        except Exception:  # a thread of its own: nobody else would hear of it
+            log.exception("indexing a remembered note failed")
+        finally:
+            with _NOTES:
+                self._notes_taken -= 1
+                _NOTES.notify_all()
+
+    def _index_remembered(self, recall: Recall, path: str, project: str) -> None:
+        from precedents.ingest.remember import index_remembered
+
+        with _REMEMBERING:
+            started = time.perf_counter()
+            indexed = index_remembered(self.settings, recall.embedder, Path(path), project)
+            recall.refresh(now=True)  # searchable from the next question on
+        ms = round((time.perf_counter() - started) * 1000, 1)
+        log.info("answer %s", json.dumps({"op": "remember", "indexed": indexed, "ms": ms}))
+
+
+# Remembered notes are indexed one at a time (the writer lock is one per process).
+_REMEMBERING = threading.Lock()
+# Guards Answers._notes_taken; notified as each note taken is indexed.
+_NOTES = threading.Condition()
+# The longest a `query` waits for the notes taken (past it: answered anyway).
+NOTES_WAIT_S = 20.0  # below api.QUERY_S, the client's budget
 
 Handler = Callable[[Answers, Request], Reply]
 
@@ -311,6 +377,7 @@ HANDLERS: dict[Op, Handler] = {
     "session": Answers._session,
     "file": Answers._file,
     "instructions": Answers._instructions,
+    "remember": Answers._remember,
 }
 
 
