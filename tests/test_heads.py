@@ -128,3 +128,37 @@ def test_heads_are_not_kept_past_the_cap(home: Path, tmp_path: Path, monkeypatch
     with indexer.writing():
         assert index_heads(indexer, walk(sources).files, store.files()) == 12
     assert len(indexer.headed) == 5
+
+
+def test_what_becomes_due_during_a_pull_is_headed_or_applied_between_groups() -> None:
+    from precedents.watcher.batches import APPLY_FILES, BURST_HEADS_FROM, apply_in_groups
+
+    first = [f"a{i:04d}" for i in range(APPLY_FILES * 2)]
+    burst = [f"b{i:04d}" for i in range(BURST_HEADS_FROM + 1)]
+    save = ["c0000"]
+    arriving = [burst, save, []]
+    events: list[tuple[str, list[str]]] = []
+
+    def head(paths: list[str]) -> None:
+        events.append(("head", paths))
+
+    def apply(paths: list[str]) -> bool:
+        events.append(("apply", paths))
+        return False
+
+    def more() -> list[str]:
+        return arriving.pop(0) if arriving else []
+
+    assert apply_in_groups(first, head, apply, more) is False
+    kinds = [(kind, p[0][0], len(p)) for kind, p in events]
+    assert kinds == [
+        ("head", "a", len(first)),  # the pull's heads first
+        ("apply", "a", APPLY_FILES),
+        ("head", "b", len(burst)),  # a burst due meanwhile: headed before the pull goes on
+        ("apply", "a", APPLY_FILES),
+        ("apply", "c", 1),  # a save due meanwhile: applied next, not behind the burst
+        ("apply", "b", len(burst)),
+    ]
+    # Every group failing is the watcher's signal to back off; one success is not.
+    assert apply_in_groups(["x"], head, lambda _: True, lambda: []) is True
+    assert apply_in_groups([], head, lambda _: True, lambda: []) is False

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
@@ -86,3 +87,31 @@ def heads_first(
             time.perf_counter() - started,
         )
     return headed
+
+
+def apply_in_groups(
+    paths: list[str],
+    head: Callable[[list[str]], None],
+    apply_group: Callable[[list[str]], bool],
+    more: Callable[[], list[str]],
+) -> bool:
+    """Apply ``paths`` a group at a time, their heads first; True when every group failed.
+
+    A path is due 0.3 s after its own last event, so a `git pull` of thousands of
+    files reaches the worker in bursts while it works on the first: between groups,
+    what became due meanwhile (``more``) is taken at once — a burst is headed and
+    queued behind the groups (every note searchable before the full pass goes on),
+    a few files are applied next (a save is not kept waiting behind a pull).
+    """
+    head(paths)
+    queue = deque(groups(paths))
+    results = []
+    while queue:
+        results.append(apply_group(queue.popleft()))
+        new = more()
+        if len(new) > BURST_HEADS_FROM:
+            head(new)
+            queue.extend(groups(new))
+        elif new:
+            queue.appendleft(new)
+    return bool(results) and all(results)

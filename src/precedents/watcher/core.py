@@ -52,7 +52,7 @@ from precedents.models.embedding import Embedder
 from precedents.secrets.mask import mask_secrets
 from precedents.secrets.names import shown_path
 from precedents.store import FileRecord, LazyStore, Store
-from precedents.watcher.batches import groups, heads_first
+from precedents.watcher.batches import apply_in_groups, heads_first
 from precedents.watcher.batches import listing as _listing
 from precedents.watcher.debounce import Debouncer
 from precedents.watcher.embcache import background_model, in_background
@@ -463,6 +463,22 @@ class Watcher:
         self._log_problems(report)
 
     def _process(self, due: list[Hashable]) -> None:
+        assert self._indexer is not None
+        indexer = self._indexer
+
+        def head(paths: list[str]) -> None:
+            self.stats.headed += heads_first(indexer, self._route, paths, self._check_stop)
+
+        # A pull of thousands of files: its heads first, then applied a group at a time,
+        # taking what became due meanwhile (watcher/batches.py).
+        more = functools.partial(self._paths_of, (), wait=True)
+        if apply_in_groups(self._paths_of(due), head, self._apply_group, more):
+            raise _AllFailed
+
+    def _paths_of(self, due: Sequence[Hashable], wait: bool = False) -> list[str]:
+        """The files the due keys name (``wait``: take the keys due now first)."""
+        if wait:
+            due = self._debouncer.take_due(0.0)
         paths: set[str] = set()
         dirs: list[str] = []
         repos = [key[1] for key in due if isinstance(key, tuple) and key[0] == "commits"]
@@ -477,13 +493,7 @@ class Watcher:
                 paths.add(key[1])
         for folder in dirs:
             paths |= self._files_under(folder)
-        # A pull of thousands of files: its heads first, then applied a group at a
-        # time (watcher/batches.py).
-        ordered = sorted(paths)
-        assert self._indexer is not None
-        self.stats.headed += heads_first(self._indexer, self._route, ordered, self._check_stop)
-        if paths and all([self._apply_group(group) for group in groups(ordered)]):
-            raise _AllFailed
+        return sorted(paths)
 
     def _apply_group(self, paths: list[str]) -> bool:
         """Apply one group of paths; True when every one of them failed (each logged)."""
