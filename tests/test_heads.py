@@ -134,9 +134,11 @@ def test_what_becomes_due_during_a_pull_is_headed_or_applied_between_groups() ->
     from precedents.watcher.batches import APPLY_FILES, BURST_HEADS_FROM, apply_in_groups
 
     first = [f"a{i:04d}" for i in range(APPLY_FILES * 2)]
+    rest = [f"r{i:04d}" for i in range(BURST_HEADS_FROM + 1)]  # the pull still arriving
     burst = [f"b{i:04d}" for i in range(BURST_HEADS_FROM + 1)]
     save = ["c0000"]
-    arriving = [burst, save, []]
+    arriving = [rest, []]  # what more(True) finds before the first group
+    between = [burst, save, []]  # what more(False) finds after each group
     events: list[tuple[str, list[str]]] = []
 
     def head(paths: list[str]) -> None:
@@ -146,19 +148,22 @@ def test_what_becomes_due_during_a_pull_is_headed_or_applied_between_groups() ->
         events.append(("apply", paths))
         return False
 
-    def more() -> list[str]:
-        return arriving.pop(0) if arriving else []
+    def more(wait: bool) -> list[str]:
+        queue = arriving if wait else between
+        return queue.pop(0) if queue else []
 
     assert apply_in_groups(first, head, apply, more) is False
     kinds = [(kind, p[0][0], len(p)) for kind, p in events]
     assert kinds == [
         ("head", "a", len(first)),  # the pull's heads first
+        ("head", "r", len(rest)),  # and the rest of it, still arriving: before any group
         ("apply", "a", APPLY_FILES),
         ("head", "b", len(burst)),  # a burst due meanwhile: headed before the pull goes on
         ("apply", "a", APPLY_FILES),
         ("apply", "c", 1),  # a save due meanwhile: applied next, not behind the burst
+        ("apply", "r", len(rest)),
         ("apply", "b", len(burst)),
     ]
     # Every group failing is the watcher's signal to back off; one success is not.
-    assert apply_in_groups(["x"], head, lambda _: True, lambda: []) is True
-    assert apply_in_groups([], head, lambda _: True, lambda: []) is False
+    assert apply_in_groups(["x"], head, lambda _: True, lambda _: []) is True
+    assert apply_in_groups([], head, lambda _: True, lambda _: []) is False

@@ -93,25 +93,35 @@ def apply_in_groups(
     paths: list[str],
     head: Callable[[list[str]], None],
     apply_group: Callable[[list[str]], bool],
-    more: Callable[[], list[str]],
+    more: Callable[[bool], list[str]],
 ) -> bool:
     """Apply ``paths`` a group at a time, their heads first; True when every group failed.
 
     A path is due 0.3 s after its own last event, so a `git pull` of thousands of
-    files reaches the worker in bursts while it works on the first: between groups,
-    what became due meanwhile (``more``) is taken at once — a burst is headed and
-    queued behind the groups (every note searchable before the full pass goes on),
-    a few files are applied next (a save is not kept waiting behind a pull).
+    files reaches the worker in bursts while it works on the first. Before the first
+    group, what is still arriving is taken (``more(True)``: waits up to a second
+    while paths are pending) until nothing more comes, each burst headed: the whole
+    pull is searchable before the full pass starts (a full group is ~20 s of
+    embedding on 2 cores). Between groups, what became due meanwhile (``more(False)``)
+    is taken too: a burst is headed and queued behind, a few files are applied next (a
+    save is not kept waiting behind a pull).
     """
     head(paths)
     queue = deque(groups(paths))
-    results = []
-    while queue:
-        results.append(apply_group(queue.popleft()))
-        new = more()
+
+    def take(new: list[str]) -> bool:
         if len(new) > BURST_HEADS_FROM:
             head(new)
             queue.extend(groups(new))
         elif new:
             queue.appendleft(new)
+        return bool(new)
+
+    if len(paths) > BURST_HEADS_FROM:
+        while take(more(True)):
+            pass
+    results = []
+    while queue:
+        results.append(apply_group(queue.popleft()))
+        take(more(False))
     return bool(results) and all(results)

@@ -72,6 +72,9 @@ log = logging.getLogger("precedents.watcher")
 ROLE = "watcher"  # its claim: run/watcher.lock and run/watcher.pid
 _REDISCOVER: tuple[str, str] = ("rediscover", "")
 _MAX_BACKOFF_S = 60.0
+# How long the worker waits for the rest of a pull still arriving before its full pass
+# (watcher/batches.py apply_in_groups).
+HEADS_WAIT_S = 1.0
 
 
 class WatcherRunning(UsageError):
@@ -471,14 +474,16 @@ class Watcher:
 
         # A pull of thousands of files: its heads first, then applied a group at a time,
         # taking what became due meanwhile (watcher/batches.py).
-        more = functools.partial(self._paths_of, (), wait=True)
+        def more(arriving: bool) -> list[str]:
+            # Waiting only while paths are pending: a pull still being checked out.
+            wait = HEADS_WAIT_S if arriving and self._debouncer.pending() else 0.0
+            return self._paths_of(self._debouncer.take_due(wait))
+
         if apply_in_groups(self._paths_of(due), head, self._apply_group, more):
             raise _AllFailed
 
-    def _paths_of(self, due: Sequence[Hashable], wait: bool = False) -> list[str]:
-        """The files the due keys name (``wait``: take the keys due now first)."""
-        if wait:
-            due = self._debouncer.take_due(0.0)
+    def _paths_of(self, due: Sequence[Hashable]) -> list[str]:
+        """The files the due keys name."""
         paths: set[str] = set()
         dirs: list[str] = []
         repos = [key[1] for key in due if isinstance(key, tuple) and key[0] == "commits"]
