@@ -134,14 +134,14 @@ def test_what_becomes_due_during_a_pull_is_headed_or_applied_between_groups() ->
     from precedents.watcher.batches import APPLY_FILES, BURST_HEADS_FROM, apply_in_groups
 
     first = [f"a{i:04d}" for i in range(APPLY_FILES * 2)]
-    rest = [f"r{i:04d}" for i in range(BURST_HEADS_FROM + 1)]  # the pull still arriving
+    rest = [f"r{i:04d}" for i in range(3)]  # the pull still arriving: a few files
     burst = [f"b{i:04d}" for i in range(BURST_HEADS_FROM + 1)]
     save = ["c0000"]
     arriving = [rest, []]  # what more(True) finds before the first group
     between = [burst, save, []]  # what more(False) finds after each group
     events: list[tuple[str, list[str]]] = []
 
-    def head(paths: list[str]) -> None:
+    def head(paths: list[str], arriving: bool) -> None:
         events.append(("head", paths))
 
     def apply(paths: list[str]) -> bool:

@@ -63,14 +63,15 @@ def heads_first(
     route: Callable[[str], SourceFile | None],
     paths: Sequence[str],
     stop: Callable[[], None],
+    arriving: bool = False,
 ) -> int:
     """Store the heads of a burst's new or changed documents; returns how many.
 
     Each ``HEAD_BATCH`` of files is one hold of the writer lock, so a `remember`
     waits for a batch of heads, not for the pull.
     """
-    if len(paths) <= BURST_HEADS_FROM:
-        return 0
+    if len(paths) <= BURST_HEADS_FROM and not arriving:
+        return 0  # a few files: indexed in full at once (``arriving``: part of a pull)
     started = time.perf_counter()
     files = [src for p in paths if (src := route(p)) is not None and os.path.isfile(p)]
     headed = 0
@@ -91,7 +92,7 @@ def heads_first(
 
 def apply_in_groups(
     paths: list[str],
-    head: Callable[[list[str]], None],
+    head: Callable[[list[str], bool], None],
     apply_group: Callable[[list[str]], bool],
     more: Callable[[bool], list[str]],
 ) -> bool:
@@ -100,25 +101,25 @@ def apply_in_groups(
     A path is due 0.3 s after its own last event, so a `git pull` of thousands of
     files reaches the worker in bursts while it works on the first. Before the first
     group, what is still arriving is taken (``more(True)``: waits up to a second
-    while paths are pending) until nothing more comes, each burst headed: the whole
-    pull is searchable before the full pass starts (a full group is ~20 s of
-    embedding on 2 cores). Between groups, what became due meanwhile (``more(False)``)
-    is taken too: a burst is headed and queued behind, a few files are applied next (a
-    save is not kept waiting behind a pull).
+    while paths are pending) until nothing more comes, and headed whatever its size
+    (``head(paths, True)``): the whole pull is searchable before the full pass starts
+    (a full group is ~20 s of embedding on 2 cores). Between groups, what became due
+    meanwhile (``more(False)``) is taken too: a burst is headed and queued behind, a
+    few files are applied next (a save is not kept waiting behind a pull).
     """
-    head(paths)
+    head(paths, False)
     queue = deque(groups(paths))
 
-    def take(new: list[str]) -> bool:
-        if len(new) > BURST_HEADS_FROM:
-            head(new)
+    def take(new: list[str], arriving: bool = False) -> bool:
+        if len(new) > BURST_HEADS_FROM or (arriving and new):
+            head(new, arriving)
             queue.extend(groups(new))
         elif new:
             queue.appendleft(new)
         return bool(new)
 
     if len(paths) > BURST_HEADS_FROM:
-        while take(more(True)):
+        while take(more(True), arriving=True):
             pass
     results = []
     while queue:

@@ -469,8 +469,9 @@ class Watcher:
         assert self._indexer is not None
         indexer = self._indexer
 
-        def head(paths: list[str]) -> None:
-            self.stats.headed += heads_first(indexer, self._route, paths, self._check_stop)
+        def head(paths: list[str], arriving: bool) -> None:
+            stop = self._check_stop
+            self.stats.headed += heads_first(indexer, self._route, paths, stop, arriving)
 
         # A pull of thousands of files: its heads first, then applied a group at a time,
         # taking what became due meanwhile (watcher/batches.py).
