@@ -176,17 +176,20 @@ def test_remember_with_no_daemon_starts_one_and_returns_before_its_model_loads(
     assert daemon_pid(home) is None
 
 
-def test_remember_and_query_auto_take_the_fast_path() -> None:
+def test_remember_and_query_auto_take_the_fast_path(tmp_path: Path) -> None:
     from precedents.cli.fast import parse
+
+    repo = str(tmp_path)  # a --project that is no folder is left to typer (one line, exit 2)
 
     assert parse(["remember", "a note", "--title", "T", "--json"]) == (
         "remember",
         {"text": "a note", "title": "T", "as_json": True},
     )
-    assert parse(["remember", "x", "--team", "--repo", "/r"]) == (
+    assert parse(["remember", "x", "--team", "--repo", repo]) == (
         "remember",
-        {"text": "x", "team": True, "project": "/r"},
+        {"text": "x", "team": True, "project": repo},
     )
+    assert parse(["remember", "x", "--team", "--repo", str(tmp_path / "missing")]) is None
     assert parse(["query", "x", "--auto"]) == ("query", {"text": "x", "auto": True})
     for argv in (
         ["remember"],

@@ -203,7 +203,7 @@ def test_every_op_has_one_handler_and_a_client_method() -> None:
     from precedents.query_daemon.ops import HANDLERS
 
     ops = protocol_ops()
-    assert len(ops) == 10 and set(HANDLERS) == ops
+    assert len(ops) == 11 and set(HANDLERS) == ops
     hook_ops = {"context", "session", "file", "instructions"}
     methods = {n.name for n in client_class().body if isinstance(n, ast.FunctionDef)}
     assert ops - hook_ops <= methods and "hook" in methods

@@ -105,8 +105,10 @@ def test_without_torch_a_typo_is_still_a_typo(monkeypatch: pytest.MonkeyPatch) -
         embedding.load_embedder("sentence-transformers/all-MiniLM-L6-v3")
     assert "did you mean 'sentence-transformers/all-MiniLM-L6-v2'?" in str(info.value)
     assert "torch" not in str(info.value)
-    # A model precedents knows but that needs torch still says which extra.
-    with pytest.raises(ModelNotAvailable, match=r"precedents\[torch\]"):
+    # A model precedents knows but that needs torch still says what to install.
+    with pytest.raises(
+        ModelNotAvailable, match=r"pip install torch==2\.13\.0 'sentence-transformers"
+    ):
         embedding.load_embedder("BAAI/bge-m3")
 
 
