@@ -129,6 +129,8 @@ def test_a_pull_of_300_notes_lands_in_batches_at_background_priority(
                 niced.add(nice_of(worker.native_id))
                 background = max(background, niced_threads())
             time.sleep(0.2)
+        # Every note there at once: by its head (the full pass, ~8 s here, follows).
+        headed = max(headed, sum(provisional(f) for f in reader.files().values()))
         # The pull, due at once, was applied in groups (watcher/batches.py), each its
         # own hold of the writer lock.
         groups = -(-NOTES // APPLY_FILES)
