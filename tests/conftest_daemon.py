@@ -450,3 +450,14 @@ def shop_state(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> ShopS
     report = state.reindex(embedder)
     assert report.files_indexed >= 15, report.to_json()
     return state
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` is a running process (a zombie, not reaped yet, is not)."""
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    return True

@@ -25,7 +25,7 @@ import pytest
 from precedents import protocol
 
 pytest.register_assert_rewrite("tests.conftest_daemon")
-from tests.conftest_daemon import hook_env, running_daemon, wait_ready  # noqa: E402
+from tests.conftest_daemon import alive, hook_env, running_daemon, wait_ready  # noqa: E402
 
 # A CLI run that prints, last on stderr, the top-level modules it imported.
 PROBE = """
@@ -80,14 +80,6 @@ def daemon_pid(home: Path) -> int | None:
         return int((home / "run" / protocol.PID_NAME).read_text().strip())
     except (OSError, ValueError):
         return None
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 @contextlib.contextmanager

@@ -44,6 +44,7 @@ from precedents.runlock import FileLock
 
 pytest.register_assert_rewrite("tests.conftest_daemon")
 from tests.conftest_daemon import (  # noqa: E402 - after the rewrite registration
+    alive,
     file_json,
     hook_env,
     prompt_json,
@@ -116,17 +117,6 @@ def index_pids(home: Path) -> list[int]:
         for line in daemon_log(home).splitlines()
         if "first session: indexing" in line
     ]
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        return False
-    # A zombie (not reaped yet by a daemon that is exiting) is no process that works.
-    with contextlib.suppress(OSError):
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
-    return True
 
 
 def stop_pid(pid: int, limit: float = 30) -> None:

@@ -25,6 +25,7 @@ import pytest
 from precedents import protocol, runlock
 from precedents.config import model_cache_dir
 from precedents.hook.install import is_ours
+from tests.conftest_daemon import alive
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="XDG and systemd")
 
@@ -157,14 +158,6 @@ def held(lock: Path) -> bool:
     probe = runlock.FileLock(lock)
     if probe.acquire():
         probe.release()
-        return False
-    return True
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
         return False
     return True
 

@@ -260,7 +260,7 @@ class Indexer:
         pending_chunks = 0
         for done, src in enumerate(files, 1):
             report.files_seen += 1
-            prepared = self._prepare(src, known, report)
+            prepared = self.prepare(src, known, report)
             if prepared is not None:
                 pending.append(prepared)
                 pending_chunks += len(prepared.chunks)
@@ -302,15 +302,6 @@ class Indexer:
         self, src: SourceFile, known: dict[str, FileRecord], report: IndexReport
     ) -> Prepared | None:
         """``src`` read, masked and chunked, or None when it is unchanged or unreadable."""
-        return self._prepare(src, known, report)
-
-    def embed(self, texts: list[str]) -> NDArray[np.float32]:
-        """Passage vectors of ``texts`` with this indexer's model."""
-        return self._embed(texts)
-
-    def _prepare(
-        self, src: SourceFile, known: dict[str, FileRecord], report: IndexReport
-    ) -> Prepared | None:
         path = str(src.path)
         reason = withheld_reason(path)  # the watcher routes files without the walk
         if reason is not None:
@@ -492,7 +483,7 @@ class Indexer:
         if not pending:
             return
         texts = [c for p in pending for c in p.chunks]
-        vectors = self._embed(texts)
+        vectors = self.embed(texts)
         items: list[tuple[FileRecord, DocumentRecord | None, list[str], NDArray[np.float32]]] = []
         offset = 0
         for p in pending:
@@ -521,7 +512,8 @@ class Indexer:
             out[p.doc.path] = self._multilingual.encode_passages(p.chunks)
         return out
 
-    def _embed(self, texts: list[str]) -> NDArray[np.float32]:
+    def embed(self, texts: list[str]) -> NDArray[np.float32]:
+        """Passage vectors of ``texts`` with this indexer's model."""
         if not texts:
             return np.zeros((0, self.store.dimension), dtype=np.float32)
         parts = [

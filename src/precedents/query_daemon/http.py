@@ -47,7 +47,7 @@ from typing import Any
 from precedents import protocol
 from precedents.config import HTTP_TOKEN_ENV
 from precedents.protocol import PROTOCOL_VERSION, hook_output
-from precedents.query_daemon.hook_input import EVENTS_OUT
+from precedents.query_daemon.hook_input import EVENTS_OUT, MAX_PATH_CHARS
 from precedents.query_daemon.hook_input import request_for as hook_request
 from precedents.query_daemon.ops import Reply, Request
 
@@ -72,7 +72,6 @@ HEAD_DEADLINE_S = 2.0
 MAX_PENDING = 256
 # At most one log line about dropped connections this often (an attacker must not fill the log).
 DROP_LOG_S = 60.0
-MAX_PATH_CHARS = 4096
 # The hook event an answer is printed for, by the daemon op that made it.
 EVENT_OF_OP = {
     "context": EVENTS_OUT["prompt"],

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, NamedTuple, cast
 from precedents import __version__
 from precedents.config import Settings
 from precedents.kinds import git_root
+from precedents.query_daemon.hook_input import MAX_TOOL_CHARS
 from precedents.query_daemon.projects import PROVISIONAL_WAIT_S, FirstSessions
 
 if TYPE_CHECKING:
@@ -172,7 +173,7 @@ class Answers:
             asked.cwd,
             path,
             session=asked.session,
-            tool=_text(request.get("tool"), 64),
+            tool=_text(request.get("tool"), MAX_TOOL_CHARS),
             transcript=_text(request.get("transcript_path")),
         )
         log.info("answer %s", json.dumps({"op": "file", **answer.log_fields(), **asked.rid}))
@@ -189,7 +190,7 @@ class Answers:
         if not isinstance(path, str) or not path or not os.path.isabs(path):
             return Reply({"ok": False, "error": "path missing"})
         known = asked.recall.instructions_loaded(path, session=asked.session)
-        reason = _text(request.get("reason"), 64)
+        reason = _text(request.get("reason"), MAX_TOOL_CHARS)
         fields = {"op": "instructions", "reason": reason, "known": known, **asked.rid}
         log.info("answer %s", json.dumps(fields))
         return Reply({"ok": True, "context": None})
