@@ -28,7 +28,7 @@ from precedents.ingest.chunking import parse_note
 from precedents.ingest.sources import project_sources, walk
 from precedents.rules.formats import classify, format_in_path
 from precedents.rules.scope import rule_scope
-from precedents.secrets.mask import find_secrets
+from precedents.secrets.mask import find_secrets, mask_spans
 
 Row = dict[str, Any]
 
@@ -92,12 +92,7 @@ def _masked(text: str) -> str | None:
         spans = find_secrets(text, native=False)
     except Exception:  # a bug in the local rules: nothing of this file is served
         return None
-    parts: list[str] = []
-    pos = 0
-    for span in spans:
-        parts += [text[pos : span.start], f"[MASKED:{span.kind}]"]
-        pos = span.end
-    return "".join([*parts, text[pos:]])
+    return mask_spans(text, spans)
 
 
 class ProvisionalRules:

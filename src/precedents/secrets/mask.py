@@ -49,7 +49,7 @@ from precedents.secrets.rules import byte_to_char_offsets as _byte_to_char_offse
 if TYPE_CHECKING:
     from kingfisher_sdk import Scanner
 
-__all__ = ["SecretSpan", "find_secrets", "mask_secrets", "mask_together"]
+__all__ = ["SecretSpan", "find_secrets", "mask_secrets", "mask_spans", "mask_together"]
 
 _log = logging.getLogger("precedents.secrets.mask")
 
@@ -312,6 +312,12 @@ def _replace(text: str, spans: list[SecretSpan]) -> str:
         pos = span.end
     parts.append(text[pos:])
     return "".join(parts)
+
+
+def mask_spans(text: str, spans: list[SecretSpan]) -> str:
+    """``text`` with each of ``spans`` (from :func:`find_secrets`) replaced by
+    ``[MASKED:<kind>]`` (one pass: :func:`mask_secrets` is the full masking)."""
+    return _replace(text, spans)
 
 
 # Passes over a text that had findings: a mask can split a run of token
