@@ -88,16 +88,16 @@ def loading_tools(version: str) -> frozenset[str]:
 
 def session_tools(sessions: SessionLog, session: str, transcript: str) -> frozenset[str]:
     """The tools after which ``session``'s Claude Code loads a file's rules: by the version
-    its ``transcript`` names (read until it names one: its first tool may come before
-    Claude Code wrote it, and then the version of the latest session that named one is
-    the likeliest), else Claude Code's documented rule (no transcript: no client known)."""
+    its ``transcript`` names, read once per session. Until the transcript can be read
+    (Claude Code writes it after its first tool's PreToolUse), the version of the latest
+    session that named one, the likeliest client; with none, or a transcript naming
+    none (another client), Claude Code's documented rule."""
     version = sessions.client(session)
-    if not version and transcript:
+    if version is None and transcript:
         version = transcript_version(transcript)
-        if version:
-            sessions.set_client(session, version)
-        else:
-            version = sessions.last_client
+        if version is None:
+            return loading_tools(sessions.last_client)
+        sessions.set_client(session, version)
     return loading_tools(version or "")
 
 
