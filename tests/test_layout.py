@@ -151,6 +151,9 @@ def under(prefix: str) -> list[str]:
         # Recall reads what ingest knows (source folders, front matter), never writes.
         ("precedents.recall", ["query_daemon", "cli", "api", "watcher", "ingest.indexer"]),
         ("precedents.ingest", ["recall", "query_daemon", "cli", "api", "watcher"]),
+        # The org index is built from what ingest reads and read by the daemon as a
+        # snapshot file: it knows neither the daemon, recall, the CLI nor the API.
+        ("precedents.org", ["recall", "query_daemon", "cli", "api", "watcher", "mcp", "hook"]),
         # The daemon may index one note with its warm model (`remember`), as a writer.
         # The hook is one of its clients: the daemon's side reads none of its code.
         ("precedents.query_daemon", ["cli", "api", "watcher", "hook"]),

@@ -95,3 +95,25 @@ class InvalidSetting(ConfigError):
 class DaemonModelDiffers(UsageError):
     """The running daemon embeds with another model than this process's settings name:
     its answer would not be the one asked for (docs/daemon.md)."""
+
+
+class OrgError(PrecedentsError):
+    """The organisation's index at ``org_uri`` cannot be read or written (one line: which
+    URI and why); whatever was served before keeps serving (docs/org.md)."""
+
+
+class OrgUnreachable(OrgError):
+    """The storage does not answer: no network, a wrong endpoint, a bucket that is not there."""
+
+
+class OrgDenied(OrgError):
+    """The storage refused the credentials of its standard chain, or the write."""
+
+
+class OrgNotAnIndex(OrgError):
+    """What is at the URI is not a precedents org index (foreign, corrupt or too new)."""
+
+
+class OrgBusy(OrgError):
+    """Another build holds the index's lock object."""
+

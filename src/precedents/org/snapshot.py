@@ -1,0 +1,97 @@
+"""A pulled version of the org table as the daemon's snapshot file (no Lance in the daemon).
+
+    python -m precedents.org.snapshot TABLE_DIR VERSION OUT_FILE
+
+The pull (:mod:`precedents.org.pull`) mirrors the served version's files into
+``<state>/org/`` and runs this in a child, like the local store's export
+(:mod:`precedents.store.export`): the daemon then reads one ``.npz`` with
+numpy, and the child's memory goes back to the system.
+
+Each row's ``path`` becomes :func:`org_path` (``org://<repository>/<path>``): a
+document's identity everywhere downstream (muting, `why`, sessions), never a
+path on this machine; ``repo`` keeps the repository's name. No multilingual
+vectors: the org build embeds with the profile's model alone.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any, Final
+
+from precedents.store.export import TERM_CACHE, word_index
+from precedents.store.schema import META_COLUMNS, rows_and_matrix
+from precedents.store.snapshot_file import Exported, write
+
+ORG_SCHEME: Final = "org://"
+ORG_COLUMNS: Final = ("mark", "successors", "url")
+
+
+def org_path(repo: str, relpath: str) -> str:
+    """A record's identity in the daemon: its repository and its path there."""
+    return f"{ORG_SCHEME}{repo}/{relpath}"
+
+
+def export_org(table: str | Path, version: int, out: Path, *, model: str, dimension: int) -> int:
+    """Write version ``version`` of the org table at ``table`` to ``out``; the row count."""
+    import lance
+
+    dataset = lance.dataset(str(table), version=version)
+    names = set(dataset.schema.names)
+    columns = [c for c in (*META_COLUMNS, *ORG_COLUMNS) if c in names]
+    read = dataset.to_table(columns=[*columns, "vector", "text"])
+    texts = [str(t or "") for t in read.column("text").to_pylist()]
+    meta, matrix = rows_and_matrix(read.drop_columns(["text"]), dimension)
+    for row in meta:
+        row["repo"] = str(row["project"])
+        row["path"] = org_path(row["repo"], str(row["path"]))
+    words = word_index(meta, texts, out.with_name(TERM_CACHE))
+    write(
+        out,
+        Exported(
+            fingerprint=f"org:{version}",
+            model=model,
+            dimension=dimension,
+            meta=meta,
+            matrix=matrix,
+            summary=_summary(meta, version),
+            lexical=dict(words.to_arrays()),
+        ),
+    )
+    return len(meta)
+
+
+def _summary(meta: list[dict[str, Any]], version: int) -> dict[str, Any]:
+    documents = [m for m in meta if m.get("chunk_index") == 0]
+    return {
+        "org_version": version,
+        "chunks": len(meta),
+        "documents": len(documents),
+        "repos": len({m["repo"] for m in documents}),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The child's entry point: 0 written (stdout: rows and seconds), 1 failure (one line)."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 5:
+        print(
+            "usage: python -m precedents.org.snapshot TABLE VERSION OUT MODEL DIMENSION",
+            file=sys.stderr,
+        )
+        return 2
+    started = time.perf_counter()
+    try:
+        rows = export_org(
+            args[0], int(args[1]), Path(args[2]), model=args[3], dimension=int(args[4])
+        )
+    except Exception as exc:  # lance's own, OSError: one line for the caller's log
+        print(f"org export failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    print(f"{rows} {time.perf_counter() - started:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
