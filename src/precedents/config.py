@@ -189,6 +189,12 @@ class Settings:
         """Derived caches (the ADR graph)."""
         return self.home / "cache"
 
+    @property
+    def org_dir(self) -> Path:
+        """The organisation's index pulled from ``org_uri`` (docs/org.md): the mirrored
+        table, its snapshot file (:data:`precedents.org.snapshot.ORG_SNAPSHOT`), status."""
+        return self.home / "org"
+
     def thresholds_for(self, model: str | None = None) -> Thresholds:
         """Selection thresholds for ``model`` (default: the configured one).
 

@@ -25,6 +25,9 @@ from precedents.store.schema import META_COLUMNS, rows_and_matrix
 from precedents.store.snapshot_file import Exported, write
 
 ORG_SCHEME: Final = "org://"
+# In Settings.org_dir: the file the pull writes and the daemon reads.
+ORG_SNAPSHOT: Final = "snapshot.npz"
+ORG_STATUS: Final = "status.json"
 ORG_COLUMNS: Final = ("mark", "successors", "url")
 
 
