@@ -116,4 +116,3 @@ class OrgNotAnIndex(OrgError):
 
 class OrgBusy(OrgError):
     """Another build holds the index's lock object."""
-
