@@ -167,6 +167,11 @@ class Settings:
     # The daemon's HTTP listener for Claude Code's `type: "http"` hook, on
     # 127.0.0.1 only; 0 = off (`install-hook --http` records one).
     http_port: int = 0
+    # The organisation's index (docs/org.md): its URI ("" = none), pulled by the
+    # daemon in the background every org_pull_s seconds (and at a session start
+    # when the last pull is older than that).
+    org_uri: str = ""
+    org_pull_s: float = 900.0
     thresholds: Mapping[str, Thresholds] = field(default_factory=seed_thresholds)
 
     @property
@@ -229,6 +234,8 @@ ENV_VARS: dict[str, tuple[str, ...]] = {
     "hook_budget_ms": ("PRECEDENTS_HOOK_BUDGET_MS",),
     "first_prompt_budget_ms": ("PRECEDENTS_FIRST_PROMPT_BUDGET_MS",),
     "http_port": ("PRECEDENTS_HTTP_PORT",),
+    "org_uri": ("PRECEDENTS_ORG_URI",),
+    "org_pull_s": ("PRECEDENTS_ORG_PULL_S",),
     "claude_dir": ("PRECEDENTS_CLAUDE_DIR", "CLAUDE_CONFIG_DIR"),
 }
 
@@ -364,6 +371,7 @@ _POSITIVE = (
     "idle_timeout_s",
     "hook_budget_ms",
     "first_prompt_budget_ms",
+    "org_pull_s",
 )
 
 

@@ -1,0 +1,176 @@
+"""Every daemon pulls the org index locally (issue #30, item 2), against a real S3 server.
+
+The table is written into a bucket of moto's standalone server (a real HTTP S3
+endpoint in its own process, tests/conftest_org.py) with Lance and the table
+contract (tests/org_tables.py), with real embeddings of the bundled model; the
+pull, the CLI and the daemon then read it over HTTP through the standard AWS
+chain the fixtures set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from precedents.config import DEFAULT_MODEL, load_settings
+from precedents.errors import OrgDenied, OrgError, OrgNotAnIndex, OrgUnreachable
+from precedents.org.pull import pull
+from precedents.org.status import MIRROR, ORG_SNAPSHOT, read_status
+from precedents.store.snapshot_file import read as read_snapshot
+from tests.conftest_org import S3Server, bucket, free_port, s3_env, s3_server  # noqa: F401
+from tests.org_tables import OrgTable, write_pointer
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def org(bucket: str, embedder: Any) -> OrgTable:  # noqa: F811
+    """Two repositories in the bucket, served."""
+    table = OrgTable(bucket, embedder, DEFAULT_MODEL)
+    table.put_repo("payments", 6)
+    table.put_repo("platform", 6)
+    table.serve()
+    return table
+
+
+def _snapshot_version(home: Path) -> str:
+    return read_snapshot(home / "org" / ORG_SNAPSHOT).fingerprint
+
+
+def _cli(home: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    extra = {k: v for k, v in os.environ.items() if not k.startswith("PRECEDENTS_")}
+    extra.update(PRECEDENTS_HOME=str(home), HF_HUB_OFFLINE="1", **(env or {}))
+    return subprocess.run(
+        [sys.executable, "-m", "precedents.cli", *args],
+        capture_output=True,
+        text=True,
+        env=extra,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_pull_copies_the_served_version_and_writes_snapshot_and_status(
+    home: Path, org: OrgTable
+) -> None:
+    status = pull(load_settings(), org.uri)
+    assert status.version is not None and status.records == 12
+    assert status.repositories == 2 and status.bytes_copied > 0 and not status.last_error
+    assert status.mirror_bytes == status.bytes_copied  # the first pull copies it all
+    snap = read_snapshot(home / "org" / ORG_SNAPSHOT)
+    assert snap.fingerprint == f"org:{status.version}"
+    assert {m["repo"] for m in snap.meta} == {"payments", "platform"}
+    assert all(m["path"].startswith("org://") for m in snap.meta)
+    assert read_status(home / "org") == status
+    # Only the served version's files: no transaction files, no older manifest.
+    local = {p.name for p in (home / "org" / MIRROR).rglob("*") if p.is_file()}
+    assert not any(n.endswith(".txn") for n in local)
+    assert sum(n.endswith(".manifest") for n in local) == 1
+
+
+def test_same_version_copies_nothing_and_a_new_version_only_its_files(
+    home: Path, org: OrgTable
+) -> None:
+    first = pull(load_settings(), org.uri)
+    again = pull(load_settings(), org.uri)
+    assert again.version == first.version and again.bytes_copied == 0
+    assert again.files_copied == 0 and again.changed_at == first.changed_at
+
+    org.put_repo("payments", 6, salt=" v2")  # one repository changed: a delete, an append
+    org.serve()
+    third = pull(load_settings(), org.uri)
+    assert third.version is not None and first.version is not None
+    assert third.version > first.version and third.records == 12
+    # The new data file, a deletion file and one manifest: far less than the whole table.
+    assert 0 < third.bytes_copied < third.mirror_bytes
+    assert third.files_copied <= 3
+    snap = read_snapshot(home / "org" / ORG_SNAPSHOT)
+    texts = [m["name"] for m in snap.meta if m["repo"] == "payments"]
+    assert len(texts) == 6 and all("v2" in t for t in texts)
+    # The files of the old version are gone from the mirror; one manifest left.
+    manifests = list((home / "org" / MIRROR).rglob("*.manifest"))
+    assert len(manifests) == 1
+
+
+def test_a_version_built_but_not_served_is_not_pulled(home: Path, org: OrgTable) -> None:
+    first = pull(load_settings(), org.uri)
+    org.put_repo("checkout", 4)  # a build that has not written its pointer yet
+    again = pull(load_settings(), org.uri)
+    assert again.version == first.version and again.bytes_copied == 0
+    assert again.records == 12
+
+
+def _failed_pull(home: Path, uri: str, error: type[OrgError]) -> str:
+    with pytest.raises(error) as caught:
+        pull(load_settings(), uri)
+    line = str(caught.value)
+    assert "\n" not in line and "Traceback" not in line
+    status = read_status(home / "org")
+    assert status is not None and status.last_error == line
+    return line
+
+
+def test_unreachable_endpoint_keeps_the_previous_snapshot(
+    home: Path, org: OrgTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = pull(load_settings(), org.uri)
+    before = (home / "org" / ORG_SNAPSHOT).read_bytes()
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")
+    started = time.monotonic()
+    line = _failed_pull(home, org.uri, OrgUnreachable)
+    assert time.monotonic() - started < 90  # bounded retries, not a hang
+    assert org.uri.split("/")[2] in line
+    assert (home / "org" / ORG_SNAPSHOT).read_bytes() == before
+    status = read_status(home / "org")
+    assert status is not None and status.version == first.version and status.records == 12
+
+
+def test_a_bucket_that_is_not_there_is_one_line(home: Path, s3_env: S3Server) -> None:  # noqa: F811
+    _failed_pull(home, "s3://no-such-bucket-precedents/index", OrgUnreachable)
+
+
+def test_a_foreign_table_or_a_newer_format_is_refused(
+    home: Path, org: OrgTable, bucket: str  # noqa: F811
+) -> None:
+    pull(load_settings(), org.uri)
+    before = (home / "org" / ORG_SNAPSHOT).read_bytes()
+    # A Lance table without a pointer: not a precedents index.
+    foreign = f"{bucket}-foreign"
+    import lance
+    import pyarrow as pa
+
+    lance.write_dataset(pa.table({"a": [1, 2]}), f"{foreign}/chunks.lance")
+    assert "not a precedents org index" in _failed_pull(home, foreign, OrgNotAnIndex)
+    # A pointer of a newer layout, and one that is not JSON.
+    write_pointer(foreign, {"format": 99, "version": 1, "model": "m", "dimension": 3,
+                            "built_at": ""})
+    assert "newer" in _failed_pull(home, foreign, OrgNotAnIndex)
+    write_pointer(foreign, b"\x00garbage")
+    _failed_pull(home, foreign, OrgNotAnIndex)
+    # A pointer to a version the table does not have.
+    write_pointer(foreign, {"format": 1, "version": 42, "model": DEFAULT_MODEL,
+                            "dimension": 384, "built_at": ""})
+    assert "no manifest" in _failed_pull(home, foreign, OrgNotAnIndex)
+    # The foreign table's version 1, served as if it were an org table: its export fails.
+    write_pointer(foreign, {"format": 1, "version": 1, "model": DEFAULT_MODEL,
+                            "dimension": 384, "built_at": ""})
+    _failed_pull(home, foreign, OrgError)
+    assert (home / "org" / ORG_SNAPSHOT).read_bytes() == before
+
+
+def test_another_model_is_refused(home: Path, bucket: str, embedder: Any) -> None:  # noqa: F811
+    table = OrgTable(bucket, embedder, "BAAI/bge-m3")
+    table.put_repo("payments", 2)
+    table.serve()
+    line = _failed_pull(home, bucket, OrgError)
+    assert "BAAI/bge-m3" in line and not (home / "org" / ORG_SNAPSHOT).exists()
