@@ -11,19 +11,16 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from precedents.config import DEFAULT_MODEL, load_settings
-from precedents.errors import OrgDenied, OrgError, OrgNotAnIndex, OrgUnreachable
+from precedents.errors import OrgError, OrgNotAnIndex, OrgUnreachable
 from precedents.org.pull import pull
 from precedents.org.status import MIRROR, ORG_SNAPSHOT, read_status
 from precedents.store.snapshot_file import read as read_snapshot
@@ -47,7 +44,9 @@ def _snapshot_version(home: Path) -> str:
     return read_snapshot(home / "org" / ORG_SNAPSHOT).fingerprint
 
 
-def _cli(home: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _cli(
+    home: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     extra = {k: v for k, v in os.environ.items() if not k.startswith("PRECEDENTS_")}
     extra.update(PRECEDENTS_HOME=str(home), HF_HUB_OFFLINE="1", **(env or {}))
     return subprocess.run(
@@ -140,7 +139,9 @@ def test_a_bucket_that_is_not_there_is_one_line(home: Path, s3_env: S3Server) ->
 
 
 def test_a_foreign_table_or_a_newer_format_is_refused(
-    home: Path, org: OrgTable, bucket: str  # noqa: F811
+    home: Path,
+    org: OrgTable,
+    bucket: str,  # noqa: F811
 ) -> None:
     pull(load_settings(), org.uri)
     before = (home / "org" / ORG_SNAPSHOT).read_bytes()
@@ -152,18 +153,23 @@ def test_a_foreign_table_or_a_newer_format_is_refused(
     lance.write_dataset(pa.table({"a": [1, 2]}), f"{foreign}/chunks.lance")
     assert "not a precedents org index" in _failed_pull(home, foreign, OrgNotAnIndex)
     # A pointer of a newer layout, and one that is not JSON.
-    write_pointer(foreign, {"format": 99, "version": 1, "model": "m", "dimension": 3,
-                            "built_at": ""})
+    write_pointer(
+        foreign, {"format": 99, "version": 1, "model": "m", "dimension": 3, "built_at": ""}
+    )
     assert "newer" in _failed_pull(home, foreign, OrgNotAnIndex)
     write_pointer(foreign, b"\x00garbage")
     _failed_pull(home, foreign, OrgNotAnIndex)
     # A pointer to a version the table does not have.
-    write_pointer(foreign, {"format": 1, "version": 42, "model": DEFAULT_MODEL,
-                            "dimension": 384, "built_at": ""})
+    write_pointer(
+        foreign,
+        {"format": 1, "version": 42, "model": DEFAULT_MODEL, "dimension": 384, "built_at": ""},
+    )
     assert "no manifest" in _failed_pull(home, foreign, OrgNotAnIndex)
     # The foreign table's version 1, served as if it were an org table: its export fails.
-    write_pointer(foreign, {"format": 1, "version": 1, "model": DEFAULT_MODEL,
-                            "dimension": 384, "built_at": ""})
+    write_pointer(
+        foreign,
+        {"format": 1, "version": 1, "model": DEFAULT_MODEL, "dimension": 384, "built_at": ""},
+    )
     _failed_pull(home, foreign, OrgError)
     assert (home / "org" / ORG_SNAPSHOT).read_bytes() == before
 
@@ -174,3 +180,45 @@ def test_another_model_is_refused(home: Path, bucket: str, embedder: Any) -> Non
     table.serve()
     line = _failed_pull(home, bucket, OrgError)
     assert "BAAI/bge-m3" in line and not (home / "org" / ORG_SNAPSHOT).exists()
+
+
+def test_cli_pull_status_and_the_status_line(home: Path, org: OrgTable) -> None:
+    done = _cli(home, "org", "pull", env={"PRECEDENTS_ORG_URI": org.uri})
+    assert done.returncode == 0, done.stderr
+    assert "version" in done.stdout and "12 records in 2 repositories" in done.stdout
+    shown = _cli(home, "org", "status", "--json", env={"PRECEDENTS_ORG_URI": org.uri})
+    info = json.loads(shown.stdout)
+    assert info["records"] == 12 and info["last_error"] == "" and info["age_s"] < 300
+    assert info["configured"] == org.uri and info["pulling"] is None
+    text = _cli(home, "org", "status", env={"PRECEDENTS_ORG_URI": org.uri}).stdout
+    assert "records:    12 in 2 repositories" in text and "last error" not in text
+    line = [
+        x
+        for x in _cli(home, "status", env={"PRECEDENTS_ORG_URI": org.uri}).stdout.splitlines()
+        if x.startswith("org:")
+    ]
+    assert len(line) == 1 and "12 records in 2 repositories" in line[0]
+
+
+def test_cli_failure_is_one_line_and_exit_1(home: Path, org: OrgTable) -> None:
+    assert _cli(home, "org", "pull", "--from", org.uri).returncode == 0
+    done = _cli(
+        home,
+        "org",
+        "pull",
+        env={"PRECEDENTS_ORG_URI": org.uri, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}"},
+    )
+    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in done.stderr and "test" not in done.stderr.replace(org.uri, "")
+    text = _cli(home, "org", "status", env={"PRECEDENTS_ORG_URI": org.uri}).stdout
+    assert "records:    12" in text and "last error:" in text  # the version held still serves
+    unset = _cli(home, "org", "pull")
+    assert unset.returncode == 2 and "org_uri" in unset.stderr
+    assert "none configured" in _cli(tmp_home(home), "org", "status").stdout
+
+
+def tmp_home(home: Path) -> Path:
+    """Another, empty state folder beside ``home``."""
+    other = home.parent / "other-state"
+    other.mkdir(exist_ok=True)
+    return other

@@ -286,7 +286,25 @@ def status(settings: Settings) -> dict[str, Any]:
 
     found, via = store_summary(settings.index_dir, settings.cache_dir)
     done = info if found is None else {**info, **found, "via": via}
-    return {**done, "device": _device_in_use(settings, found or {})}
+    return {**done, "device": _device_in_use(settings, found or {}), "org": org_status(settings)}
+
+
+def org_pull(settings: Settings, uri: str | None = None) -> dict[str, Any]:
+    """Pull the org index's served version now (`org_uri`, or ``uri``): only the files
+    that changed; the status. An :class:`OrgError` (one line) keeps the previous one."""
+    from precedents.org.pull import pull
+
+    pull(settings, uri)
+    return org_status(settings) or {}
+
+
+def org_status(settings: Settings) -> dict[str, Any] | None:
+    """The org index held here (version, age, records, repositories, last error), from
+    its status file: no network. None when none is configured or was ever pulled."""
+    from precedents.org.status import described
+    from precedents.secrets.mask import mask_secrets
+
+    return described(settings.org_dir, mask_secrets(settings.org_uri))
 
 
 def _device_in_use(settings: Settings, found: dict[str, Any]) -> str:

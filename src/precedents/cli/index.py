@@ -19,6 +19,7 @@ from precedents.cli.common import (
     print_json,
     to_sources,
 )
+from precedents.cli.org import status_line as org_status_line
 from precedents.config import load_settings
 from precedents.errors import PrecedentsError
 from precedents.inert import SUSPECT_MARK
@@ -155,6 +156,8 @@ def _status_lines(info: dict[str, Any]) -> list[str]:
             f"  {SUSPECT_MARK} {r['kind']:<12} {r['path']}  ({r['reason']})"
             for r in suspect["records"]
         ]
+    if info.get("org"):
+        lines.append(org_status_line(info["org"]))
     if info.get("model_load_seconds") is not None:
         lines.append(f"model load: {info['model_load_seconds']:.1f}s (last time it was needed)")
     lines.append(f"sources: {len(info['sources'])} folders")

@@ -80,7 +80,9 @@ def open_store(location: OrgLocation) -> Any:
         return location.store()
     from obstore.store import from_url
 
-    return from_url(location.uri, client_options=client_options(location), retry_config=RETRY)
+    options: Any = client_options(location)  # obstore's TypedDicts, built from text
+    retry: Any = RETRY
+    return from_url(location.uri, client_options=options, retry_config=retry)
 
 
 def client_options(location: OrgLocation) -> dict[str, Any]:
@@ -179,7 +181,9 @@ def _manifest_name(remote: dict[str, int], version: int) -> str | None:
     return None
 
 
-def _version_files(location: OrgLocation, table: Path, version: int, remote: dict[str, int]) -> set[str]:
+def _version_files(
+    location: OrgLocation, table: Path, version: int, remote: dict[str, int]
+) -> set[str]:
     """The data, deletion and index files version ``version`` reads, from its manifest
     (copied here already: Lance reads nothing else to answer this)."""
     import lance

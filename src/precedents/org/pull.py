@@ -33,6 +33,7 @@ from precedents.org.mirror import Mirrored, mirror, open_store, prune, read_serv
 from precedents.org.status import (
     MIRROR,
     ORG_SNAPSHOT,
+    PULL_ROLE,
     OrgStatus,
     now_iso,
     read_status,
@@ -42,7 +43,6 @@ from precedents.org.status import (
 from precedents.org.table import Served
 from precedents.runlock import Claim
 
-ROLE: Final = "pull"  # <org_dir>/pull.lock and pull.pid
 EXPORT_MODULE: Final = "precedents.org.snapshot"
 EXPORT_LIMIT_S: Final = 600.0  # an export child still running after this is stuck
 # The daemon's child exits with this when another pull holds the lock (not an error).
@@ -67,7 +67,7 @@ def pull(settings: Settings, uri: str | None = None) -> OrgStatus:
     the status's ``last_error``) when it cannot, the previous snapshot kept."""
     location = configured(settings, uri)
     org_dir = ensure_private_dir(settings.org_dir)
-    claim = Claim(org_dir, ROLE)
+    claim = Claim(org_dir, PULL_ROLE)
     if not claim.acquire():
         pid = claim.holder()
         raise OrgBusy(

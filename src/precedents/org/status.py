@@ -23,6 +23,7 @@ from typing import Any, Final
 ORG_SNAPSHOT: Final = "snapshot.npz"
 ORG_STATUS: Final = "status.json"
 MIRROR: Final = "mirror"
+PULL_ROLE: Final = "pull"  # <org_dir>/pull.lock, held by the pull running, and pull.pid
 PULL_LOG: Final = "org-pull.log"  # in Settings.log_dir: the daemon's pull children write here
 
 
@@ -114,3 +115,42 @@ def record_failure(org_dir: Path, uri: str, error: str) -> OrgStatus:
     status.last_error = error
     write_status(org_dir, status)
     return status
+
+
+def described(org_dir: Path, configured: str) -> dict[str, Any] | None:
+    """What `org status` and `status` show: the configured URI (``configured``, masked by
+    the caller), the version held, its age, records, repositories, the last error, the pid
+    of a pull running now; None when none is configured and none was ever pulled."""
+    status = read_status(org_dir)
+    if not configured and status is None:
+        return None
+    held = status or OrgStatus()
+    return {
+        **held.to_json(),
+        "configured": configured,
+        "age_s": held.age_s(),
+        "pulling": pulling(org_dir),
+    }
+
+
+def pulling(org_dir: Path) -> int | None:
+    """The pid of the pull running now (it holds ``pull.lock``: precedents.runlock's
+    flock), 0 when its pid is unknown; None when none runs."""
+    lock = org_dir / f"{PULL_ROLE}.lock"
+    try:
+        import fcntl
+    except ImportError:  # Windows: not told
+        return None
+    try:
+        with lock.open("r") as fh:
+            try:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                try:
+                    return int((org_dir / f"{PULL_ROLE}.pid").read_text().strip())
+                except (OSError, ValueError):
+                    return 0
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    except OSError:
+        return None
+    return None
