@@ -9,21 +9,34 @@ chain the fixtures set.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from precedents.config import DEFAULT_MODEL, load_settings
-from precedents.errors import OrgError, OrgNotAnIndex, OrgUnreachable
+from precedents.errors import OrgDenied, OrgError, OrgNotAnIndex, OrgUnreachable
 from precedents.org.pull import pull
-from precedents.org.status import MIRROR, ORG_SNAPSHOT, read_status
+from precedents.org.status import (
+    MIRROR,
+    ORG_SNAPSHOT,
+    OrgStatus,
+    pulling,
+    read_status,
+    write_status,
+)
+from precedents.query_daemon.org_pull import OrgPulls
 from precedents.store.snapshot_file import read as read_snapshot
+from tests.conftest_daemon import prompt_json, run_hook, start_fake_daemon, stop_daemon
 from tests.conftest_org import S3Server, bucket, free_port, s3_env, s3_server  # noqa: F401
 from tests.org_tables import OrgTable, write_pointer
 
@@ -222,3 +235,241 @@ def tmp_home(home: Path) -> Path:
     other = home.parent / "other-state"
     other.mkdir(exist_ok=True)
     return other
+
+
+# -- the daemon ----------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def hanging_endpoint() -> Iterator[str]:
+    """An HTTP endpoint that accepts connections and never answers: its URL."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    server.settimeout(0.2)
+    held: list[socket.socket] = []
+    done = threading.Event()
+
+    def accept() -> None:
+        while not done.is_set():
+            with contextlib.suppress(OSError):
+                conn, _ = server.accept()
+                held.append(conn)  # kept open, never read from or written to
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        done.set()
+        thread.join(5)
+        for conn in held:
+            conn.close()
+        server.close()
+
+
+def _configure(home: Path, uri: str, pull_s: float = 900) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(f'org_uri = "{uri}"\norg_pull_s = {pull_s}\n')
+
+
+def _wait_for(predicate: Any, limit: float, what: str) -> None:
+    deadline = time.monotonic() + limit
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def test_a_daemon_pulls_on_start(home: Path, org: OrgTable) -> None:
+    _configure(home, org.uri)
+    proc = start_fake_daemon(home)
+    try:
+        _wait_for(lambda: (read_status(home / "org") or OrgStatus()).records == 12, 120, "the pull")
+        assert (home / "org" / ORG_SNAPSHOT).is_file()
+        log = home / "logs" / "daemon.log"
+        _wait_for(lambda: "org pull {" in log.read_text(), 30, "the pull's log line")
+        assert '"records": 12' in log.read_text()
+    finally:
+        stop_daemon(proc)
+
+
+@pytest.mark.usefixtures("s3_env")
+def test_the_hook_never_waits_for_a_hanging_pull(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with hanging_endpoint() as url:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", url)
+        _configure(home, "s3://hangs/index")
+        proc = start_fake_daemon(home)
+        try:
+            _wait_for(lambda: pulling(home / "org") is not None, 60, "the pull to start")
+            child = pulling(home / "org")
+            cwd = home.parent
+            for stdin in (prompt_json("how do services reach the queue?", cwd), _session_json(cwd)):
+                started = time.monotonic()
+                done = run_hook(home, stdin, budget_ms=None, timeout=30)
+                took = time.monotonic() - started
+                assert done.returncode == 0 and took < 10, (took, done.stderr)
+            asked = prompt_json("how do services reach the queue again?", cwd)
+            assert b"ctx" in run_hook(home, asked, timeout=30).stdout  # answered, not skipped
+            assert pulling(home / "org") == child  # still hanging, one pull only
+        finally:
+            stop_daemon(proc)
+        assert child
+        _wait_for(lambda: not _alive(child), 20, "the pull child to be stopped")
+
+
+def _session_json(cwd: Path) -> bytes:
+    return json.dumps(
+        {
+            "session_id": "s-org",
+            "cwd": str(cwd),
+            "hook_event_name": "SessionStart",
+            "source": "startup",
+        }
+    ).encode()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (not reaped yet) counts as gone.
+    with contextlib.suppress(OSError):
+        return " Z " not in Path(f"/proc/{pid}/stat").read_text().split(")", 1)[1][:4]
+    return True
+
+
+@pytest.mark.usefixtures("s3_env")
+def test_a_hung_pull_is_killed_and_said(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with hanging_endpoint() as url:
+        monkeypatch.setenv("AWS_ENDPOINT_URL", url)
+        monkeypatch.setenv("PRECEDENTS_ORG_URI", "s3://hangs/index")
+        pulls = OrgPulls(load_settings(), threading.Event(), hung_s=3)
+        started = time.monotonic()
+        code = pulls.pull_once()
+        assert code not in (None, 0) and time.monotonic() - started < 30
+        assert pulls.child is not None and not _alive(pulls.child.pid)
+    status = read_status(home / "org")
+    assert status is not None and "no answer after 3s" in status.last_error
+    assert status.uri == "s3://hangs/index" and status.version is None
+
+
+def test_a_session_start_pulls_when_the_last_pull_is_old(
+    home: Path, org: OrgTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PRECEDENTS_ORG_URI", org.uri)
+    stop = threading.Event()
+    pulls = OrgPulls(load_settings(), stop)
+    pulls.start()
+    try:
+        _wait_for(lambda: pulls.pulls == 1 and not pulls.running, 120, "the first pull")
+        pulls.session_started()  # just pulled: nothing
+        time.sleep(1)
+        assert pulls.pulls == 1
+        status = read_status(home / "org")
+        assert status is not None and status.records == 12
+        status.attempted_at = "2020-01-01T00:00:00+00:00"  # as after a night asleep
+        write_status(home / "org", status)
+        pulls.session_started()
+        _wait_for(lambda: pulls.pulls == 2 and not pulls.running, 120, "the second pull")
+        again = read_status(home / "org")
+        assert again is not None and again.bytes_copied == 0 and not again.last_error
+    finally:
+        stop.set()
+        pulls.close()
+
+
+# -- wrong credentials: a second S3 server that checks them --------------------------
+
+
+@pytest.fixture(scope="module")
+def checking_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dict[str, str]]]:
+    """moto's server with its credential check on (``INITIAL_NO_AUTH_ACTION_COUNT``: the
+    first three calls create a user, its key and its policy): the endpoint and that
+    user's environment."""
+    import boto3
+
+    port = free_port()
+    log = tmp_path_factory.mktemp("moto-auth") / "server.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            env={**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "3"},
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        _wait_for(lambda: _answers(endpoint), 60, "moto with auth")
+        iam = boto3.client(
+            "iam",
+            endpoint_url=endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="anyone",
+            aws_secret_access_key="anyone",
+        )
+        iam.create_user(UserName="ci")
+        key = iam.create_access_key(UserName="ci")["AccessKey"]
+        allow = {
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}],
+        }
+        iam.put_user_policy(UserName="ci", PolicyName="all", PolicyDocument=json.dumps(allow))
+        env = {
+            "AWS_ENDPOINT_URL": endpoint,
+            "AWS_ALLOW_HTTP": "true",
+            "AWS_ACCESS_KEY_ID": key["AccessKeyId"],
+            "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"],
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_REGION": "us-east-1",
+        }
+        boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            region_name="us-east-1",
+            aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+        ).create_bucket(Bucket="checked-org")
+        yield endpoint, env
+    finally:
+        process.kill()
+        process.wait(10)
+
+
+def _answers(endpoint: str) -> bool:
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=2).close()
+    except OSError:
+        return False
+    return True
+
+
+def test_wrong_credentials_are_one_line_and_keep_the_snapshot(
+    home: Path,
+    checking_s3: tuple[str, dict[str, str]],
+    embedder: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, env = checking_s3
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    uri = "s3://checked-org/index"
+    table = OrgTable(uri, embedder, DEFAULT_MODEL)
+    table.put_repo("payments", 3)
+    table.serve()
+    assert pull(load_settings(), uri).records == 3
+    before = (home / "org" / ORG_SNAPSHOT).read_bytes()
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+    line = _failed_pull(home, uri, OrgDenied)
+    assert "not-the-secret" not in line and env["AWS_ACCESS_KEY_ID"] not in line
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIANOBODYKNOWS00000")
+    _failed_pull(home, uri, OrgDenied)
+    assert (home / "org" / ORG_SNAPSHOT).read_bytes() == before

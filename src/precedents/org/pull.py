@@ -31,6 +31,7 @@ from precedents.errors import OrgBusy, OrgError, PrecedentsError, UsageError, is
 from precedents.org.location import OrgLocation
 from precedents.org.mirror import Mirrored, mirror, open_store, prune, read_served
 from precedents.org.status import (
+    BUSY_EXIT,
     MIRROR,
     ORG_SNAPSHOT,
     PULL_ROLE,
@@ -45,8 +46,6 @@ from precedents.runlock import Claim
 
 EXPORT_MODULE: Final = "precedents.org.snapshot"
 EXPORT_LIMIT_S: Final = 600.0  # an export child still running after this is stuck
-# The daemon's child exits with this when another pull holds the lock (not an error).
-BUSY_EXIT: Final = 3
 
 
 def configured(settings: Settings, uri: str | None = None) -> OrgLocation:
@@ -90,6 +89,8 @@ def pull(settings: Settings, uri: str | None = None) -> OrgStatus:
 
 def _pull(settings: Settings, location: OrgLocation, org_dir: Path) -> OrgStatus:
     started = time.monotonic()
+    for stale in org_dir.glob(".snapshot-pulling*"):  # a killed pull's (we hold the lock)
+        stale.unlink(missing_ok=True)
     store = open_store(location)
     served = read_served(location, store)
     _same_model(location, served, settings.model)

@@ -24,6 +24,8 @@ ORG_SNAPSHOT: Final = "snapshot.npz"
 ORG_STATUS: Final = "status.json"
 MIRROR: Final = "mirror"
 PULL_ROLE: Final = "pull"  # <org_dir>/pull.lock, held by the pull running, and pull.pid
+# A pull's exit status when another pull holds the lock (the daemon's child: not an error).
+BUSY_EXIT: Final = 3
 PULL_LOG: Final = "org-pull.log"  # in Settings.log_dir: the daemon's pull children write here
 
 

@@ -35,6 +35,7 @@ from precedents import __version__
 from precedents.config import Settings
 from precedents.kinds import git_root
 from precedents.query_daemon.hook_input import MAX_TOOL_CHARS
+from precedents.query_daemon.org_pull import OrgPulls
 from precedents.query_daemon.projects import PROVISIONAL_WAIT_S, FirstSessions
 
 if TYPE_CHECKING:
@@ -90,6 +91,7 @@ class Answers:
     _loaded: threading.Event  # set when the load is over (done or failed) or on stop
     _stop: threading.Event
     first_sessions: FirstSessions  # the projects hooks come from (issue #29)
+    org_pulls: OrgPulls  # the org index's background pulls (issue #30)
     _notes_taken = 0  # `remember` notes taken, not yet indexed
 
     def stop(self, reason: str = "stopped") -> None:  # pragma: no cover - Daemon's
@@ -140,6 +142,7 @@ class Answers:
         return _Asked(self.recall, cwd, _text(request.get("session_id")), rid)
 
     def _session(self, request: Request) -> Reply:
+        self.org_pulls.session_started()  # a pull in the background when the last is old
         asked = self._asked("session", request)
         if isinstance(asked, Reply):
             return asked

@@ -67,6 +67,7 @@ from precedents.protocol import (
 from precedents.query_daemon.logs import configure_logging as configure_logging  # entry points
 from precedents.query_daemon.logs import note_disk_full, note_earlier_disk_full
 from precedents.query_daemon.ops import Answers, Given, Reply
+from precedents.query_daemon.org_pull import OrgPulls
 from precedents.query_daemon.presence import peer_uid
 from precedents.query_daemon.projects import FirstSessions
 from precedents.query_daemon.starter import allow_respawn
@@ -138,6 +139,7 @@ class Daemon(Answers):
         self._http: Any = None  # the HTTP hook listener (query_daemon.http), when configured
         # The projects the hooks come from, taken on at their first session (issue #29).
         self.first_sessions = FirstSessions(settings, self._stop)
+        self.org_pulls = OrgPulls(settings, self._stop)  # the org index, in the background
         self.stop_reason = ""
 
     # -- start and stop ------------------------------------------------------------
@@ -270,6 +272,7 @@ class Daemon(Answers):
                 path.unlink(missing_ok=True)
         self._owned.clear()
         self.first_sessions.close()
+        self.org_pulls.close()
         if self.recall is not None:
             with contextlib.suppress(Exception):
                 self.recall.close()
@@ -314,6 +317,7 @@ class Daemon(Answers):
         try:
             self._bind()
             self._start_http()
+            self.org_pulls.start()
             self._install_signals()
             log.info(
                 "daemon %d listening (%s) for %s", os.getpid(), self.transport, self.settings.home
