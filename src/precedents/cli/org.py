@@ -17,7 +17,7 @@ from precedents.cli.common import JsonOpt, add_commands, print_json
 from precedents.config import load_settings
 
 org_app = typer.Typer(
-    help="The organisation's index: pull it, see what is held (docs/org.md).",
+    help="The organisation's index: pull it here, see what is held.",
     no_args_is_help=True,
 )
 
