@@ -222,7 +222,7 @@ def timed_pull(home: Path, uri: str) -> dict[str, Any]:
 
 
 def hooks(home: Path, runs: int, until: Any = None) -> dict[str, Any]:
-    """``runs`` prompt hooks (or as many as fit while ``until()`` is false)."""
+    """``runs`` prompt hooks (or as many as fit, up to ten times that, until ``until()``)."""
     texts = questions()
 
     def prompt_stdin(i: int) -> bytes:  # a session of its own each: nothing withheld
@@ -237,15 +237,17 @@ def hooks(home: Path, runs: int, until: Any = None) -> dict[str, Any]:
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRECEDENTS_")}
     env.update(PRECEDENTS_HOME=str(home), PRECEDENTS_HOOK_BUDGET_MS="2000")
-    for i in range(3):  # warm the page cache and the daemon's row subset
-        hook_once(prompt_stdin(i), env)
-    samples = []
+    if until is None:
+        for i in range(3):  # warm the page cache and the daemon's row subset
+            hook_once(prompt_stdin(i), env)
+    samples, injected = [], 0
     i = 0
     while (until is None and i < runs) or (until is not None and not until() and i < 10 * runs):
-        took, _ = hook_once(prompt_stdin(i), env)
+        took, out = hook_once(prompt_stdin(i), env)
         samples.append(took)
+        injected += bool(out.strip())
         i += 1
-    return stats(samples) if samples else {"n": 0}
+    return {**(stats(samples) if samples else {"n": 0}), "injected": injected}
 
 
 def stub(runs: int) -> dict[str, Any]:
@@ -260,23 +262,28 @@ def stub(runs: int) -> dict[str, Any]:
 def daemon_phase(
     work: Path, label: str, uri: str | None, runs: int, during_pull: bool = False
 ) -> dict[str, Any]:
-    """A real daemon on the dev notes (copied index), ``org_uri`` = ``uri``; hook samples."""
+    """A real daemon on the dev notes (copied index), ``org_uri`` = ``uri``; hook samples.
+    ``during_pull``: pulls every second; once ready and pulled, its org folder is emptied,
+    so that its next pull copies and exports everything: hooks are sampled meanwhile."""
     import shutil
 
     home = work / label
     shutil.copytree(work / "base" / "index", home / "index")
     if uri:
-        (home / "config.toml").write_text(f'org_uri = "{uri}"\n')
+        every = 1 if during_pull else 900
+        (home / "config.toml").write_text(f'org_uri = "{uri}"\norg_pull_s = {every}\n')
     proc = start_daemon(home)
     try:
         wait_ready(home)
         out: dict[str, Any] = {}
         if during_pull:
-            from precedents.org.status import pulling
-
             status = home / "org" / "status.json"
+            while not status.exists():
+                time.sleep(0.1)
+            shutil.rmtree(home / "org")
+            started = time.perf_counter()
             out["hook_during_pull"] = hooks(home, runs, until=lambda: status.exists())
-            out["pulling_at_end"] = pulling(home / "org")
+            out["pull_s"] = round(time.perf_counter() - started, 1)
         else:
             time.sleep(2)  # the pull child started and hangs (or none is configured)
             out["hook"] = hooks(home, runs)
