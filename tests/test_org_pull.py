@@ -473,3 +473,26 @@ def test_wrong_credentials_are_one_line_and_keep_the_snapshot(
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIANOBODYKNOWS00000")
     _failed_pull(home, uri, OrgDenied)
     assert (home / "org" / ORG_SNAPSHOT).read_bytes() == before
+
+
+def test_a_table_rebuilt_from_scratch_is_pulled_whole(
+    home: Path, org: OrgTable, embedder: Any
+) -> None:
+    import obstore
+
+    from precedents.org.location import OrgLocation
+
+    first = pull(load_settings(), org.uri)
+    store = OrgLocation.parse(org.uri).store()
+    paths = [o["path"] for o in obstore.list(store, prefix="chunks.lance/").collect()]
+    obstore.delete(store, paths)
+    time.sleep(1.1)  # another build time
+    again = OrgTable(org.uri, embedder, DEFAULT_MODEL)
+    again.put_repo("identity", 5)
+    again.put_repo("search", 5)
+    again.serve()
+    second = pull(load_settings(), org.uri)
+    assert second.version == first.version  # numbered from 1 again: the same manifest name
+    assert second.records == 10
+    snap = read_snapshot(home / "org" / ORG_SNAPSHOT)
+    assert {m["repo"] for m in snap.meta} == {"identity", "search"}

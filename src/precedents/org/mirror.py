@@ -130,7 +130,10 @@ def mirror(location: OrgLocation, store: Any, served: Served, dest: Path) -> Mir
             "(the table was cleaned up under its pointer, or it is not a Lance table)"
         )
     done = Mirrored(served, table, frozenset())
-    _copy(location, store, table, {manifest: remote[manifest]}, done)
+    # Copied again even when one of its name and size is here: a manifest is named by
+    # its version number alone, and a table rebuilt from scratch (or another URI)
+    # numbers its versions from 1 again. Every other file has a unique name.
+    _copy(location, store, table, {manifest: remote[manifest]}, done, force=True)
     needed = _version_files(location, table, served.version, remote) | {manifest}
     missing = sorted(p for p in needed if p not in remote)
     if missing:
@@ -211,11 +214,17 @@ def _version_files(
 
 
 def _copy(
-    location: OrgLocation, store: Any, table: Path, wanted: dict[str, int], done: Mirrored
+    location: OrgLocation,
+    store: Any,
+    table: Path,
+    wanted: dict[str, int],
+    done: Mirrored,
+    force: bool = False,
 ) -> None:
-    """Fetch each wanted file not here with its size, into a temporary name, renamed
-    into place whole: a killed pull leaves no half file under a real name."""
-    todo = [(p, size) for p, size in sorted(wanted.items()) if _size(table / p) != size]
+    """Fetch each wanted file not here with its size (every one with ``force``), into a
+    temporary name, renamed into place whole: a killed pull leaves no half file under a
+    real name."""
+    todo = [(p, n) for p, n in sorted(wanted.items()) if force or _size(table / p) != n]
     if not todo:
         return
     with ThreadPoolExecutor(min(COPIERS, len(todo)), thread_name_prefix="org-copy") as pool:
