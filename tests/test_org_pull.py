@@ -496,3 +496,31 @@ def test_a_table_rebuilt_from_scratch_is_pulled_whole(
     assert second.records == 10
     snap = read_snapshot(home / "org" / ORG_SNAPSHOT)
     assert {m["repo"] for m in snap.meta} == {"identity", "search"}
+
+
+def test_a_key_in_the_uri_is_never_shown(home: Path, s3_env: S3Server) -> None:  # noqa: F811
+    key = "AKIAIOSFODNN7EXAMPLE"
+    uri = f"s3://org-keys/{key}"  # a key pasted into the prefix
+    env = {"PRECEDENTS_ORG_URI": uri}
+    failed = _cli(home, "org", "pull", env=env)
+    assert failed.returncode == 1 and key not in failed.stderr
+    for args in (("org", "status"), ("org", "status", "--json"), ("status",)):
+        shown = _cli(home, *args, env=env)
+        assert shown.returncode == 0 and key not in shown.stdout, args
+    assert key not in (home / "org" / "status.json").read_text()
+
+
+def test_a_second_pull_at_once_is_told_so(home: Path, org: OrgTable) -> None:
+    from precedents.org.status import PULL_ROLE
+    from precedents.runlock import Claim
+
+    claim = Claim(home / "org", PULL_ROLE)  # as the daemon's pull child holds it
+    assert claim.acquire()
+    try:
+        done = _cli(home, "org", "pull", "--from", org.uri)
+        assert done.returncode == 1 and "another pull" in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+        info = json.loads(_cli(home, "org", "status", "--json", "--", env={}).stdout or "null")
+        assert info is None or info["pulling"] == os.getpid()
+    finally:
+        claim.release()
