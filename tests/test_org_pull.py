@@ -524,3 +524,14 @@ def test_a_second_pull_at_once_is_told_so(home: Path, org: OrgTable) -> None:
         assert info is None or info["pulling"] == os.getpid()
     finally:
         claim.release()
+
+
+def test_a_pointer_of_another_dimension_is_refused(home: Path, org: OrgTable) -> None:
+    import lance
+
+    version = int(lance.dataset(org.table).version)
+    pointer = {"format": 1, "version": version, "model": DEFAULT_MODEL, "dimension": 96,
+               "built_at": "2026-01-01T00:00:00+00:00"}  # fmt: skip
+    write_pointer(org.uri, pointer)
+    line = _failed_pull(home, org.uri, OrgNotAnIndex)
+    assert "vectors of 384 dimensions" in line and not (home / "org" / ORG_SNAPSHOT).exists()

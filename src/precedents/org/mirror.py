@@ -134,7 +134,7 @@ def mirror(location: OrgLocation, store: Any, served: Served, dest: Path) -> Mir
     # its version number alone, and a table rebuilt from scratch (or another URI)
     # numbers its versions from 1 again. Every other file has a unique name.
     _copy(location, store, table, {manifest: remote[manifest]}, done, force=True)
-    needed = _version_files(location, table, served.version, remote) | {manifest}
+    needed = _version_files(location, table, served, remote) | {manifest}
     missing = sorted(p for p in needed if p not in remote)
     if missing:
         raise OrgNotAnIndex(
@@ -185,14 +185,17 @@ def _manifest_name(remote: dict[str, int], version: int) -> str | None:
 
 
 def _version_files(
-    location: OrgLocation, table: Path, version: int, remote: dict[str, int]
+    location: OrgLocation, table: Path, served: Served, remote: dict[str, int]
 ) -> set[str]:
-    """The data, deletion and index files version ``version`` reads, from its manifest
-    (copied here already: Lance reads nothing else to answer this)."""
+    """The data, deletion and index files the served version reads, from its manifest
+    (copied here already: Lance reads nothing else to answer this). Its vectors must
+    have the pointer's dimension."""
     import lance
 
+    version = served.version
     try:
         dataset = lance.dataset(str(table), version=version)
+        _check_vectors(location, dataset.schema, served)
         files: set[str] = set()
         for fragment in dataset.get_fragments():
             files.update(f"data/{d.path}" for d in fragment.data_files())
@@ -211,6 +214,21 @@ def _version_files(
             f"{str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__}"
         ) from None
     return files
+
+
+def _check_vectors(location: OrgLocation, schema: Any, served: Served) -> None:
+    """The table's ``vector`` column holds vectors of the pointer's dimension."""
+    import pyarrow as pa
+
+    field = schema.field("vector") if "vector" in schema.names else None
+    kind = field.type if field is not None else None
+    size = kind.list_size if isinstance(kind, pa.FixedSizeListType) else None
+    if size != served.dimension:
+        raise OrgNotAnIndex(
+            f"org index {location}: version {served.version} has "
+            + (f"vectors of {size} dimensions" if size else "no vector column")
+            + f", its pointer says {served.dimension}"
+        )
 
 
 def _copy(
