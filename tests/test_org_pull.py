@@ -535,3 +535,12 @@ def test_a_pointer_of_another_dimension_is_refused(home: Path, org: OrgTable) ->
     write_pointer(org.uri, pointer)
     line = _failed_pull(home, org.uri, OrgNotAnIndex)
     assert "vectors of 384 dimensions" in line and not (home / "org" / ORG_SNAPSHOT).exists()
+
+
+def test_the_file_names_agree_with_the_export() -> None:
+    from precedents.org import snapshot, status
+
+    assert (snapshot.ORG_SNAPSHOT, snapshot.ORG_STATUS) == (
+        status.ORG_SNAPSHOT,
+        status.ORG_STATUS,
+    )

@@ -20,15 +20,14 @@ import time
 from pathlib import Path
 from typing import Any, Final
 
-# In Settings.org_dir: the file the pull writes and the daemon reads (defined with
-# the status, standard library only, so the daemon can name them without pyarrow).
-from precedents.org.status import ORG_SNAPSHOT as ORG_SNAPSHOT
-from precedents.org.status import ORG_STATUS as ORG_STATUS
 from precedents.store.export import TERM_CACHE, word_index
 from precedents.store.schema import META_COLUMNS, rows_and_matrix
 from precedents.store.snapshot_file import Exported, write
 
 ORG_SCHEME: Final = "org://"
+# In Settings.org_dir: the file the pull writes and the daemon reads.
+ORG_SNAPSHOT: Final = "snapshot.npz"
+ORG_STATUS: Final = "status.json"
 ORG_COLUMNS: Final = ("mark", "successors", "url")
 
 

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any, Final
 
 # In Settings.org_dir: the file the pull writes and the daemon reads, this status,
-# and the mirrored copy of the served version (mirror/chunks.lance).
+# and the mirrored copy of the served version (mirror/chunks.lance). The first two
+# are precedents.org.snapshot's names too (a test checks they agree): spelled here
+# as well so that the daemon reads the status without importing the export's module.
 ORG_SNAPSHOT: Final = "snapshot.npz"
 ORG_STATUS: Final = "status.json"
 MIRROR: Final = "mirror"
