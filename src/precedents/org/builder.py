@@ -125,7 +125,7 @@ def build(
         if not dimension:
             dimension = int(process_embedder(settings).dimension)
         if ds is None:
-            dataset.create_empty(location, dimension)
+            dataset.create_empty(location, dimension, exists=found.table)
             served_repos: dict[str, RepoEntry] = {}
             known: dict[str, dict[str, str]] = {}
         else:
