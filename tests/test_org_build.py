@@ -302,6 +302,7 @@ def test_misuse_is_exit_2(home: Path, tmp_path: Path) -> None:
 
 
 def test_a_repository_over_the_cap_is_cut_with_one_line(
+    home: Path,
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_embedder: Any
 ) -> None:
     root = tmp_path / "many"
@@ -316,6 +317,7 @@ def test_a_repository_over_the_cap_is_cut_with_one_line(
 
 
 def test_check_refusals_are_reported_and_not_written(
+    home: Path,
     tmp_path: Path, fake_embedder: Any
 ) -> None:
     root = tmp_path / "svc"

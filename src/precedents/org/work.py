@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from precedents.config import Settings
+from precedents.config import Settings, load_settings
 from precedents.ingest.parser_version import CHUNKER_VERSION
 from precedents.ingest.sources import SourceFile, project_sources, walk
 from precedents.org.table import ORIGIN, org_schema
@@ -109,7 +109,7 @@ def files_digest(files: Sequence[tuple[str, str]], model: str) -> str:
 def repo_rows(task: RepoTask, embedder: Embedder | None = None) -> RepoRows:
     """The rows of one repository (see the module's docstring); never raises for the
     repository's content: what cannot be read is ``error`` or a ``refused`` line."""
-    settings = task.settings or Settings()
+    settings = task.settings or load_settings()
     out = RepoRows(task.name)
     try:
         return _repo_rows(task, settings, embedder, out)
