@@ -32,7 +32,13 @@ from precedents.org.lock import BuildLock, Holder
 from precedents.org.table import LOCK, SERVED, Served
 from precedents.rules.scope import Scope, rule_scope
 from precedents.secrets.mask import find_secrets
-from tests.conftest_org import S3Server, bucket, free_port, s3_env, s3_server  # noqa: F401
+from tests import conftest_org
+from tests.conftest_org import S3Server, free_port
+
+# The real services' fixtures (tests/conftest_org.py), used by name below.
+s3_server = conftest_org.s3_server
+s3_env = conftest_org.s3_env
+bucket = conftest_org.bucket
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MADR = FIXTURES / "adr-wild" / "adr__madr"
@@ -114,7 +120,9 @@ def build(home: Path, listing: Path, uri: str, **kw: Any) -> dict[str, Any]:
 
 
 def test_build_three_repositories_then_only_what_changed(
-    home: Path, bucket: str, tmp_path: Path  # noqa: F811
+    home: Path,
+    bucket: str,
+    tmp_path: Path,
 ) -> None:
     base = tmp_path / "r"
     made = make_repos(base)
@@ -172,7 +180,10 @@ def test_build_three_repositories_then_only_what_changed(
 
 
 def test_cli_lines_clone_failure_and_kill9(
-    home: Path, s3_env: S3Server, bucket: str, tmp_path: Path  # noqa: F811
+    home: Path,
+    s3_env: S3Server,
+    bucket: str,
+    tmp_path: Path,
 ) -> None:
     made = make_repos(tmp_path / "r")
     token = "ghp_" + "Zq8" * 12
@@ -240,16 +251,17 @@ def test_rows_a_killed_build_appended_never_reach_a_later_version(
     lance.write_dataset(orphan, table, mode="append")  # what a build killed after its append left
     assert served(uri).version == first["version"]
     assert not [r for r in rows(uri, first["version"]) if r["path"] == "docs/adr/orphan.md"]
-    (made["gamma"] / "docs" / "adr" / "README.md").write_text("# ADRs\n\nOur decisions, numbered.\n")
+    (made["gamma"] / "docs" / "adr" / "README.md").write_text(
+        "# ADRs\n\nOur decisions, numbered.\n"
+    )
     second = build(home, listing, uri)
     assert not [r for r in rows(uri, second["version"]) if r["path"] == "docs/adr/orphan.md"]
 
 
-def test_one_writer_at_a_time(home: Path, bucket: str, tmp_path: Path) -> None:  # noqa: F811
+def test_one_writer_at_a_time(home: Path, bucket: str, tmp_path: Path) -> None:
     location = OrgLocation.parse(bucket)
-    with BuildLock(location):
-        with pytest.raises(OrgBusy, match="another build holds it"):
-            BuildLock(location).acquire()
+    with BuildLock(location), pytest.raises(OrgBusy, match="another build holds it"):
+        BuildLock(location).acquire()
     # A lock of another machine, renewed a minute ago: busy, one line, exit 1.
     import obstore
 
@@ -266,7 +278,9 @@ def test_one_writer_at_a_time(home: Path, bucket: str, tmp_path: Path) -> None: 
 
 
 def test_foreign_or_corrupt_table_is_left_alone(
-    home: Path, bucket: str, tmp_path: Path  # noqa: F811
+    home: Path,
+    bucket: str,
+    tmp_path: Path,
 ) -> None:
     import lance
     import pyarrow as pa
@@ -302,14 +316,15 @@ def test_misuse_is_exit_2(home: Path, tmp_path: Path) -> None:
 
 
 def test_a_repository_over_the_cap_is_cut_with_one_line(
-    home: Path,
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_embedder: Any
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_embedder: Any
 ) -> None:
     root = tmp_path / "many"
     rules = root / ".cursor" / "rules"
     rules.mkdir(parents=True)
     for i in range(7):
-        (rules / f"r{i:02}.mdc").write_text(f"---\ndescription: rule {i}\n---\nUse tabs, rule {i}.\n")
+        (rules / f"r{i:02}.mdc").write_text(
+            f"---\ndescription: rule {i}\n---\nUse tabs, rule {i}.\n"
+        )
     monkeypatch.setattr(work, "MAX_DOCUMENTS", 5)
     got = work.repo_rows(work.RepoTask("many", str(root), str(root)), fake_embedder)
     assert got.records == 5 and got.rows is not None
@@ -317,13 +332,12 @@ def test_a_repository_over_the_cap_is_cut_with_one_line(
 
 
 def test_check_refusals_are_reported_and_not_written(
-    home: Path,
-    tmp_path: Path, fake_embedder: Any
+    home: Path, tmp_path: Path, fake_embedder: Any
 ) -> None:
     root = tmp_path / "svc"
     rules = root / ".claude" / "rules"
     rules.mkdir(parents=True)
-    (rules / "ok.md").write_text("---\npaths: [\"src/**\"]\n---\nPrefer small modules.\n")
+    (rules / "ok.md").write_text('---\npaths: ["src/**"]\n---\nPrefer small modules.\n')
     # A Claude rule scoped with Cursor's key: its agent applies it everywhere (check: error).
     (rules / "misread.md").write_text("---\nglobs: src/**\n---\nUse tabs.\n")
     (rules / "orders.md").write_text(
@@ -432,7 +446,9 @@ def test_denied_write_and_wrong_credentials(
     assert served(uri).version == first["version"]
 
 
-def test_unreachable_uri_is_one_line(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unreachable_uri_is_one_line(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")
     monkeypatch.setenv("AWS_ALLOW_HTTP", "true")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "test")

@@ -666,9 +666,7 @@ def org_build(
 
         def executor(dimension: int) -> Any:
             def run(tasks: Any) -> Any:
-                return on_ray(
-                    tasks, ray, location.table_uri, dimension=dimension, workers=workers
-                )
+                return on_ray(tasks, ray, location.table_uri, dimension=dimension, workers=workers)
 
             return run
 

@@ -80,7 +80,8 @@ def open_table(location: OrgLocation, found: Found) -> Any:
     try:
         ds = lance.dataset(location.table_uri)
         if ds.version != found.served.version:
-            lance.dataset(location.table_uri, version=found.served.version).restore()
+            old = lance.dataset(location.table_uri, version=found.served.version)
+            old.restore()  # type: ignore[no-untyped-call]
             ds = lance.dataset(location.table_uri)
     except Exception as exc:
         raise _table_error(location, exc) from exc
