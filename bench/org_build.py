@@ -172,7 +172,9 @@ def main() -> None:
             f"{name:12} {r['seconds']:8.2f} s  {r['records']:6} records  "
             f"{r['chunks_embedded']:6} chunks embedded  peak RSS {r['peak_rss_mib']:.0f} MiB"
         )
-    print(f"incremental / full: {summary['incremental_share']:.1%}  (load {summary['load_before_after']})")
+    print(
+        f"incremental / full: {summary['incremental_share']:.1%}  (load {summary['load_before_after']})"
+    )
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2))
 

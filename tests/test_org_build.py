@@ -277,6 +277,23 @@ def test_one_writer_at_a_time(home: Path, bucket: str, tmp_path: Path) -> None:
     assert build(home, listing, bucket)["repos"][0]["records"] > 0
 
 
+def test_another_model_rebuilds_everything_in_a_pool(home: Path, tmp_path: Path) -> None:
+    import obstore
+
+    made = make_repos(tmp_path / "r")
+    uri = str(tmp_path / "index")
+    listing = repos_file(tmp_path / "repos.txt", [str(made["beta"]), str(made["gamma"])])
+    first = build(home, listing, uri, workers=2)  # two spawned workers
+    assert all(r["new"] == r["records"] > 0 for r in first["repos"])
+    pointer = served(uri)
+    pointer.model = "sentence-transformers/another-model"
+    obstore.put(OrgLocation.parse(uri).store(), SERVED, pointer.to_json())
+    again = build(home, listing, uri)
+    assert "another-model" in again["rebuilt"] and again["rebuilt"].count("\n") == 0
+    assert [r["new"] for r in again["repos"]] == [r["records"] for r in first["repos"]]
+    assert len(rows(uri, again["version"])) == len(rows(uri, first["version"]))
+
+
 def test_foreign_or_corrupt_table_is_left_alone(
     home: Path,
     bucket: str,

@@ -142,6 +142,7 @@ def build(
         ids = dataset.row_ids(location, ds, removed, gone) if ds is not None else []
         dataset.append(location, [r.rows for r in results.values()])
         dataset.delete(location, ids)
+        dataset.compact(location)
         version = dataset.latest_version(location)
         heads = {t.name: t.head for t in tasks}
         lines, entries = _entries(specs, results, served_repos, known, heads)
