@@ -32,7 +32,7 @@ app = typer.Typer(
 
 # Every group attaches the same way, through its module's register(app). The
 # order is the order `precedents --help` lists them in (sub-groups come last).
-for group in (watch, daemon, index, query, remember, check, why, mcp, evaluate, adr, service, org):
+for group in (watch, daemon, index, query, remember, check, why, mcp, evaluate, adr, org, service):
     group.register(app)
 uninstall.register(app)
 
