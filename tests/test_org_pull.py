@@ -544,3 +544,28 @@ def test_the_file_names_agree_with_the_export() -> None:
         status.ORG_SNAPSHOT,
         status.ORG_STATUS,
     )
+
+
+def test_pulls_what_the_org_build_serves(home: Path, bucket: str, tmp_path: Path) -> None:  # noqa: F811
+    """End to end with the real build: `org build` in CI, then this machine's pull."""
+    from precedents import api
+    from tests.test_org_build import MADR, _commit, make_repos, repos_file
+
+    made = make_repos(tmp_path / "r")
+    listing = repos_file(tmp_path / "r" / "repos.txt", ["alpha", "beta", "./gamma name=comet"])
+    api.org_build(load_settings(), listing, bucket, workers=1)
+    first = pull(load_settings(), bucket)
+    snap = read_snapshot(home / "org" / ORG_SNAPSHOT)
+    assert {m["repo"] for m in snap.meta} == {"alpha", "beta", "comet"}
+    assert first.repositories == 3 and first.records == len(snap.meta) > 0
+    marks = {m["path"]: m.get("mark") for m in snap.meta if m["repo"] == "comet"}
+    assert any("superseded" in (mark or "") for mark in marks.values())
+
+    changed = made["alpha"] / "docs" / "adr" / sorted(MADR.glob("00*.md"))[2].name
+    changed.write_text(changed.read_text() + "\n\nAmended: the tooling lives in its own repo.\n")
+    _commit(made["alpha"])
+    api.org_build(load_settings(), listing, bucket, workers=1)
+    second = pull(load_settings(), bucket)
+    assert second.version is not None and first.version is not None
+    assert second.version > first.version and second.records == first.records
+    assert 0 < second.bytes_copied < second.mirror_bytes
