@@ -569,3 +569,14 @@ def test_pulls_what_the_org_build_serves(home: Path, bucket: str, tmp_path: Path
     assert second.version is not None and first.version is not None
     assert second.version > first.version and second.records == first.records
     assert 0 < second.bytes_copied < second.mirror_bytes
+
+
+def test_an_index_on_a_path_is_pulled_too(home: Path, tmp_path: Path, embedder: Any) -> None:
+    folder = tmp_path / "shared-drive" / "org"
+    table = OrgTable(str(folder), embedder, DEFAULT_MODEL)
+    table.put_repo("payments", 3)
+    table.serve()
+    status = pull(load_settings(), str(folder))
+    assert status.records == 3 and status.uri == str(folder) and status.bytes_copied > 0
+    again = pull(load_settings(), f"file://{folder}")  # the same folder, spelled as a URI
+    assert again.records == 3 and again.uri == f"file://{folder}"
