@@ -26,6 +26,7 @@ import argparse
 import contextlib
 import json
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -205,6 +206,8 @@ def timed_pull(home: Path, uri: str) -> dict[str, Any]:
         check=False,
     )
     seconds = time.perf_counter() - started
+    # The largest resident set of any child waited for so far (the pull, its export).
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     if done.returncode != 0:
         raise SystemExit(f"pull failed: {done.stderr.strip()}")
     status = json.loads((home / "org" / "status.json").read_text())
@@ -218,6 +221,7 @@ def timed_pull(home: Path, uri: str) -> dict[str, Any]:
         "snapshot_bytes": snapshot.stat().st_size,
         "records": status["records"],
         "version": status["version"],
+        "children_peak_rss_mib_so_far": round(peak, 1),
     }
 
 
