@@ -202,7 +202,8 @@ def test_cli_lines_clone_failure_and_kill9(
     # A build killed with SIGKILL while it works: the previous version stays served.
     grow = made["beta"] / "more"
     grow.mkdir()
-    for i, f in enumerate(sorted(MADR.glob("00*.md"))):
+    # Enough text to keep a build embedding for seconds on a fast machine (~40 documents).
+    for i, f in enumerate([*sorted(MADR.glob("00*.md")), *sorted(COMET.glob("adr-1*.md"))]):
         (grow / f"AGENTS-{i}").mkdir()
         shutil.copy(f, grow / f"AGENTS-{i}" / "AGENTS.md")
     _commit(made["beta"])
@@ -218,7 +219,7 @@ def test_cli_lines_clone_failure_and_kill9(
             break
         except FileNotFoundError:
             time.sleep(0.05)
-    time.sleep(1.5)  # at work: reading, embedding
+    time.sleep(1.0)  # at work: reading, checking, embedding (never done by now)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert served(bucket) == before
