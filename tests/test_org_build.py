@@ -478,6 +478,13 @@ def test_unreachable_uri_is_one_line(
     assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
 
 
+def test_a_bucket_that_is_not_there(home: Path, s3_env: S3Server, tmp_path: Path) -> None:
+    listing = repos_file(tmp_path / "repos.txt", [str(tmp_path)])
+    done = cli("org", "build", "--repos-from", str(listing), "--to", "s3://no-such-bucket/i")
+    assert done.returncode == 1 and done.stderr.count("\n") == 1
+    assert "no such bucket" in done.stderr
+
+
 # -- subprocesses -------------------------------------------------------------------------
 
 
