@@ -9,6 +9,7 @@ subprocesses where it is.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -331,6 +332,19 @@ def test_misuse_is_exit_2(home: Path, tmp_path: Path) -> None:
     assert done.returncode == 2 and "given twice" in done.stderr
     with pytest.raises(UsageError, match="workers"):
         build(home, listing, str(tmp_path / "i"), workers=0)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("precedents.org.ray_build") is not None,
+    reason="the Ray executor is installed: tests/test_org_ray.py runs it",
+)
+def test_ray_without_its_extra_is_one_line(home: Path, tmp_path: Path) -> None:
+    listing = repos_file(tmp_path / "repos.txt", [str(tmp_path)])
+    done = cli(
+        "org", "build", "--repos-from", str(listing), "--to", str(tmp_path / "i"), "--ray", "auto"
+    )
+    assert done.returncode == 1 and done.stderr.count("\n") == 1
+    assert "needs precedents[org-ray]" in done.stderr
 
 
 def test_a_repository_over_the_cap_is_cut_with_one_line(

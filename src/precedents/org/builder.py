@@ -20,12 +20,14 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
 from precedents.config import Settings
+from precedents.errors import OrgError
 from precedents.org import dataset
 from precedents.org.location import OrgLocation, shown
 from precedents.org.lock import BuildLock
@@ -258,7 +260,15 @@ def local_executor(workers: int | None) -> Executor:
         context = multiprocessing.get_context("spawn")
         # A worker loads the model at its first repository that changed (process_embedder):
         # an incremental build of unchanged repositories loads none.
-        with ProcessPoolExecutor(max_workers=min(count, len(tasks)), mp_context=context) as pool:
-            return list(pool.map(repo_rows, tasks))
+        try:
+            with ProcessPoolExecutor(
+                max_workers=min(count, len(tasks)), mp_context=context
+            ) as pool:
+                return list(pool.map(repo_rows, tasks))
+        except BrokenProcessPool:
+            raise OrgError(
+                "a build worker process died (out of memory? try fewer --workers); "
+                "nothing served changed"
+            ) from None
 
     return run
