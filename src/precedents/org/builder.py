@@ -34,7 +34,7 @@ from precedents.org.location import OrgLocation, shown
 from precedents.org.lock import BuildLock
 from precedents.org.repos import RepoSpec, clone, head_of
 from precedents.org.table import RepoEntry, Served
-from precedents.org.work import RepoRows, RepoTask, process_embedder, repo_rows
+from precedents.org.work import RepoRows, RepoTask, process_embedder, repo_rows, unchanged
 
 MAX_WORKERS: Final = 8
 Executor = Callable[[Sequence[RepoTask]], Iterable[RepoRows]]
@@ -138,8 +138,11 @@ def build(
             known = dataset.known_rows(location, ds)
         tasks, failed = _tasks(settings, specs, known, served_repos, Path(tmp), workers)
         run = (executor or (lambda _dim: local_executor(workers)))(dimension)
-        results: dict[str, RepoRows] = {}
-        for done in run(tasks) if tasks else ():
+        # Repositories whose files hash as served are settled here, before any worker
+        # starts (a spawned worker costs seconds of imports; an unchanged org, none).
+        results = {r.name: r for r in (unchanged(t) for t in tasks) if r is not None}
+        todo = [t for t in tasks if t.name not in results]
+        for done in run(todo) if todo else ():
             results[done.name] = done
             if progress is not None:
                 progress(len(results), len(tasks), sum(r.chunks for r in results.values()))
