@@ -114,11 +114,8 @@ def repo_rows(task: RepoTask, embedder: Embedder | None = None) -> RepoRows:
     try:
         return _repo_rows(task, settings, embedder, out)
     except Exception as exc:  # one repository's failure is its entry's error, not the build's
-        out.error = (
-            f"{type(exc).__name__}: {mask_secrets(str(exc).splitlines()[0] if str(exc) else '')}"[
-                :300
-            ]
-        )
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        out.error = f"{type(exc).__name__}: {mask_secrets(first)}"[:300]
         out.changed = False
         return out
 
@@ -155,7 +152,9 @@ def _scan(task: RepoTask, settings: Settings) -> _Scan | None:
         return None
     found = walk(project_sources(root))
     files = sorted(found.files, key=lambda f: str(f.path))
-    refused: list[str] = []
+    # A file whose path carries a secret is withheld by the walk, as in the local index
+    # (its name is shown masked): a refusal of this repository's.
+    refused = [f"{w.path}: {w.reason}" for w in found.withheld]
     if len(files) > MAX_DOCUMENTS:
         refused.append(
             f"{len(files):,} files to index: only the first {MAX_DOCUMENTS:,} by path "
@@ -193,9 +192,9 @@ def _repo_rows(
             out.refused.append(f"{shown_path(rel)}: {why}")
             continue
         mark, successors = marks.get(str(src.path), ("", ""))
-        print_ = fingerprint(p.file.sha256, mark, successors)
-        present[rel] = print_
-        if task.known.get(rel) != print_:
+        now = fingerprint(p.file.sha256, mark, successors)
+        present[rel] = now
+        if task.known.get(rel) != now:
             pending.append((rel, p, mark, successors))
     out.removed = sorted(p for p, old in task.known.items() if present.get(p) != old)
     out.records = len(present)
