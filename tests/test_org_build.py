@@ -279,6 +279,28 @@ def test_one_writer_at_a_time(home: Path, bucket: str, tmp_path: Path) -> None:
     assert build(home, listing, bucket)["repos"][0]["records"] > 0
 
 
+def test_a_build_whose_lock_was_taken_over_does_not_serve(tmp_path: Path) -> None:
+    import obstore
+
+    location = OrgLocation.parse(str(tmp_path / "index"))
+    lock = BuildLock(location, renew_s=3600)
+    lock.acquire()
+    try:
+        lock.renew()
+        lock.check()  # still ours: renewed
+        renewed = Holder.from_json(bytes(obstore.get(location.store(), LOCK).bytes()))
+        assert renewed is not None and renewed.renewed >= lock.holder.renewed
+        other = Holder("ci-runner-9", 77, time.time(), time.time())
+        obstore.put(location.store(), LOCK, other.to_json())
+        lock.renew()
+        with pytest.raises(OrgBusy, match="taken over"):
+            lock.check()
+    finally:
+        lock.release()
+    # The other build's lock is left as it is.
+    assert Holder.from_json(bytes(obstore.get(location.store(), LOCK).bytes())) == other
+
+
 def test_another_model_rebuilds_everything_in_a_pool(home: Path, tmp_path: Path) -> None:
     import obstore
 
