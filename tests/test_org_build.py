@@ -189,7 +189,8 @@ def test_cli_lines_clone_failure_and_kill9(
     made = make_repos(tmp_path / "r")
     token = "ghp_" + "Zq8" * 12
     bad_url = f"https://ci:{token}@127.0.0.1:{free_port()}/org/payments.git"
-    listing = repos_file(tmp_path / "repos.txt", [str(made["beta"]), bad_url])
+    cloned = f"file://{made['gamma']}/.git"  # a git URL: cloned shallow, named by its folder
+    listing = repos_file(tmp_path / "repos.txt", [str(made["beta"]), bad_url, cloned])
     done = cli("org", "build", "--repos-from", str(listing), "--to", bucket)
     assert done.returncode == 0, done.stderr
     assert token not in done.stdout + done.stderr
@@ -199,6 +200,9 @@ def test_cli_lines_clone_failure_and_kill9(
     assert failed and "records kept" in failed[0]
     assert lines[-1].startswith(f"served version {served(bucket).version} at s3://")
     before = served(bucket)
+    assert before.repos["gamma"].head and before.repos["gamma"].records == 3
+    gamma = [r for r in rows(bucket, before.version) if r["project"] == "gamma"]
+    assert gamma and all(r["url"] == cloned for r in gamma)
 
     # A build killed with SIGKILL while it works: the previous version stays served.
     grow = made["beta"] / "more"
@@ -224,7 +228,7 @@ def test_cli_lines_clone_failure_and_kill9(
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     assert served(bucket) == before
-    assert {r["project"] for r in rows(bucket, before.version)} == {"beta"}
+    assert {r["project"] for r in rows(bucket, before.version)} == {"beta", "gamma"}
     # The next build takes the dead build's lock over and serves the new files.
     done = cli("org", "build", "--repos-from", str(listing), "--to", bucket, "--json")
     assert done.returncode == 0, done.stderr

@@ -346,7 +346,7 @@ def _rows(
             columns["decided"].append(doc.decided)
             columns["mark"].append(mark)
             columns["successors"].append(successors)
-            columns["url"].append(shown_path(task.source))
+            columns["url"].append(mask_secrets(task.source))
     flat = vectors.reshape(-1)
     data: dict[str, Any] = dict(columns)
     data["vector"] = pa.FixedSizeListArray.from_arrays(pa.array(flat, type=pa.float32()), dimension)
