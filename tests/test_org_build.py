@@ -411,6 +411,26 @@ def test_check_refusals_are_reported_and_not_written(
     assert "token-[MASKED:" in refused and token not in refused
 
 
+def test_the_repos_file(tmp_path: Path) -> None:
+    from precedents.org.repos import parse_repos
+
+    specs = parse_repos(
+        "# platform\n\n"
+        "git@github.com:acme/platform.git\n"
+        "https://ci:hunter2hunter2@github.com/acme/payments.git name=pay  # token\n"
+        "../checkout/\n",
+        tmp_path,
+    )
+    assert [s.name for s in specs] == ["platform", "pay", "checkout"]
+    assert [s.is_url for s in specs] == [True, True, False]
+    assert specs[2].source == str((tmp_path / "../checkout").absolute())
+    with pytest.raises(UsageError, match="given twice") as caught:
+        parse_repos("https://ci:hunter2hunter2@x.org/a/svc.git\n./svc\n", tmp_path)
+    assert "hunter2hunter2" not in str(caught.value)
+    with pytest.raises(UsageError, match="name=NAME"):
+        parse_repos("./a nme=b\n", tmp_path)
+
+
 def test_scope_org_front_matter() -> None:
     assert rule_scope("claude", "", {"scope": "org", "paths": ["src/**"]}).org
     assert not rule_scope("claude", "", {"scope": "repo"}).org
