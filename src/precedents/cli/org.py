@@ -44,7 +44,7 @@ def build(
         typer.Option(
             "--ray",
             metavar="ADDRESS|auto",
-            help="Spread the work over a Ray cluster (needs precedents[org-ray]).",
+            help="Spread the work over a Ray cluster (needs the org-ray extra).",
         ),
     ] = None,
     json_out: JsonOpt = False,
