@@ -264,6 +264,27 @@ def test_rows_a_killed_build_appended_never_reach_a_later_version(
     assert not [r for r in rows(uri, second["version"]) if r["path"] == "docs/adr/orphan.md"]
 
 
+def test_many_fragments_are_compacted_before_the_pointer(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import lance
+
+    from precedents.org import dataset
+
+    made = make_repos(tmp_path / "r")
+    uri = str(tmp_path / "index")
+    listing = repos_file(tmp_path / "repos.txt", [str(made["gamma"]), str(made["beta"])])
+    first = build(home, listing, uri)
+    readme = made["gamma"] / "docs" / "adr" / "README.md"
+    readme.write_text(readme.read_text() + "\nOne more line.\n")
+    monkeypatch.setattr(dataset, "COMPACT_FRAGMENTS", 2)
+    second = build(home, listing, uri)
+    table = lance.dataset(OrgLocation.parse(uri).table_uri, version=second["version"])
+    assert len(table.get_fragments()) == 1
+    assert len(rows(uri, second["version"])) == len(rows(uri, first["version"]))
+    assert any("One more line." in r["text"] for r in rows(uri, second["version"]))
+
+
 def test_one_writer_at_a_time(home: Path, bucket: str, tmp_path: Path) -> None:
     location = OrgLocation.parse(bucket)
     with BuildLock(location), pytest.raises(OrgBusy, match="another build holds it"):
