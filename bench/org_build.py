@@ -160,7 +160,7 @@ def main() -> None:
         "records_per_repo": args.records,
         "workers": args.workers,
         "cpus": os.cpu_count(),
-        "load_before_after": [round(x, 2) for x in load],
+        "load_after": [round(x, 2) for x in load],
         **results,
         "incremental_share": round(
             results["incremental"]["seconds"] / max(results["full"]["seconds"], 1e-9), 3
@@ -172,9 +172,8 @@ def main() -> None:
             f"{name:12} {r['seconds']:8.2f} s  {r['records']:6} records  "
             f"{r['chunks_embedded']:6} chunks embedded  peak RSS {r['peak_rss_mib']:.0f} MiB"
         )
-    print(
-        f"incremental / full: {summary['incremental_share']:.1%}  (load {summary['load_before_after']})"
-    )
+    share = summary["incremental_share"]
+    print(f"incremental / full: {share:.1%}  (load average after: {summary['load_after']})")
     if args.json:
         args.json.write_text(json.dumps(summary, indent=2))
 

@@ -651,6 +651,7 @@ def org_build(
     *,
     workers: int | None = None,
     ray: str | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """`org build`: the repositories ``repos_from`` lists, read, checked, masked and
     embedded into the org index at ``to`` (docs/org.md, "Building"). A URI that is no
@@ -688,4 +689,5 @@ def org_build(
 
             return run
 
-    return build(settings, specs, location, workers=workers, executor=executor).as_dict()
+    report = build(settings, specs, location, workers=workers, executor=executor, progress=progress)
+    return report.as_dict()
