@@ -53,8 +53,17 @@ def org(bucket: str, embedder: Any) -> OrgTable:  # noqa: F811
     return table
 
 
-def _snapshot_version(home: Path) -> str:
-    return read_snapshot(home / "org" / ORG_SNAPSHOT).fingerprint
+# Bound and never listening: a connection to it is refused, and no other process can
+# take the port meanwhile (a free port found and released could be, on a busy machine).
+_REFUSING: list[socket.socket] = []
+
+
+def refused_endpoint() -> str:
+    """An endpoint whose connections are refused."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    _REFUSING.append(sock)
+    return f"http://127.0.0.1:{sock.getsockname()[1]}"
 
 
 def _cli(
@@ -137,7 +146,7 @@ def test_unreachable_endpoint_keeps_the_previous_snapshot(
 ) -> None:
     first = pull(load_settings(), org.uri)
     before = (home / "org" / ORG_SNAPSHOT).read_bytes()
-    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{free_port()}")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", refused_endpoint())
     started = time.monotonic()
     line = _failed_pull(home, org.uri, OrgUnreachable)
     assert time.monotonic() - started < 90  # bounded retries, not a hang
@@ -219,7 +228,7 @@ def test_cli_failure_is_one_line_and_exit_1(home: Path, org: OrgTable) -> None:
         home,
         "org",
         "pull",
-        env={"PRECEDENTS_ORG_URI": org.uri, "AWS_ENDPOINT_URL": f"http://127.0.0.1:{free_port()}"},
+        env={"PRECEDENTS_ORG_URI": org.uri, "AWS_ENDPOINT_URL": refused_endpoint()},
     )
     assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1
     assert "Traceback" not in done.stderr and "test" not in done.stderr.replace(org.uri, "")
