@@ -59,6 +59,7 @@ class Scope:
     # Code names a note, an ADR or a deciding chat names (rules/symbols.py): the file
     # hook gives it for a file that declares one of them.
     symbols: tuple[str, ...] = ()
+    org: bool = False  # front matter `scope: org`: an org rule for every repository
     warnings: tuple[str, ...] = field(default=(), compare=False)  # not stored
 
     def to_json(self) -> str:
@@ -73,6 +74,7 @@ class Scope:
                 ("mentions", list(self.mentions)),
                 ("component", self.component),
                 ("symbols", list(self.symbols)),
+                ("org", self.org),
             )
             if v
         }
@@ -106,6 +108,7 @@ class Scope:
             mentions=strings("mentions"),
             component=string("component"),
             symbols=strings("symbols"),
+            org=data.get("org") is True,
         )
 
     # -- what the scope says ---------------------------------------------------
