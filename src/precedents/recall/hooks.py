@@ -27,6 +27,7 @@ from precedents.recall.mute import (
     TEAM_NEWS,
     MuteList,
 )
+from precedents.recall.org import ORG_KEY, OrgRecords
 from precedents.recall.selection import WIDE_CAP_BYTES, Selection
 from precedents.recall.sessions import SessionLog
 from precedents.recall.start import session_text
@@ -82,6 +83,7 @@ class HookAnswers:
     muted: MuteList
     sessions: SessionLog
     team_seen: TeamSeen
+    org: OrgRecords
     _snapshot: VectorSnapshot
 
     @property
@@ -102,16 +104,18 @@ class HookAnswers:
     ) -> Given:
         """Render ``records`` less those ``session`` was given unchanged, and remember the
         ones shown."""
-        digests = self.scopes.digests
-        withheld = self.sessions.withheld(
-            session, [(r.path, digests.get(r.path, "")) for r in records]
-        )
+        local = self.scopes.digests
+
+        def digest(r: DocumentRecord) -> str:
+            return self.org.digest(r.path) if r.org else local.get(r.path, "")
+
+        withheld = self.sessions.withheld(session, [(r.path, digest(r)) for r in records])
         fresh = [r for r in records if r.path not in withheld]
         text: str | None = None
         shown: list[DocumentRecord] = []
         if fresh and cap > 0:
             text, shown = self._render(fresh, cap, header, event, later or {})
-        self.sessions.give(session, [(r.path, digests.get(r.path, "")) for r in shown])
+        self.sessions.give(session, [(r.path, digest(r)) for r in shown])
         suspect = tuple(r.path for r in shown if suspect_of(r))
         team = tuple((r.path, team_mark(r)) for r in shown if r.team)
         decided = tuple((r.path, r.decided) for r in shown if r.decided)
@@ -180,10 +184,14 @@ class HookAnswers:
         keys = tuple(project_keys(root))
         scopes = self.scopes
         # The code the file declares, read only when some record names code.
-        declared = (
-            defined_symbols(os.path.join(root, rel)) if scopes.names_symbols(keys) else frozenset()
-        )
+        org, org_keys = self.org.scopes, self.org.keys_for(root)
+        names = scopes.names_symbols(keys) or org.names_symbols(org_keys)
+        declared = defined_symbols(os.path.join(root, rel)) if names else frozenset()
         found = [*scopes.attached(keys, rel), *scopes.naming(keys, rel, declared)]
+        if self.org.snapshot.rows:  # the org's after the project's own (recall/org.py)
+            excluded = self.org.excluded(root, self._snapshot, keys)
+            more = [*org.attached(org_keys, rel), *org.naming(org_keys, rel, declared)]
+            found += [s for s in more if s.record.path not in excluded]
         loads_on = session_tools(self.sessions, session, transcript) if tool else frozenset()
         client = left_to_client(
             found,
@@ -289,7 +297,9 @@ class HookAnswers:
             else:
                 live.append(record)
         rules = []
-        for s in self.scopes.always(keys):
+        # An org rule that says `scope: org` and applies always, after the project's own.
+        org_rules = self.org.scopes.always((ORG_KEY,)) if self.org.snapshot.rows else []
+        for s in [*self.scopes.always(keys), *org_rules]:
             if s.record.path in muted:
                 withheld.append((s.record.path, ALWAYS_RULE))
             else:
