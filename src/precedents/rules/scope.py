@@ -306,7 +306,8 @@ def rule_scope(fmt: str, base: str, front: Mapping[str, Any] | None) -> Scope:
         mode, patterns = MANUAL, _NONE
     if mode not in (FILES, BOTH):
         patterns = _NONE
-    return Scope(fmt, mode, patterns, base, warnings=tuple(warnings))
+    org = str(front.get("scope") or "").strip().lower() == "org"  # docs/org-recall.md
+    return Scope(fmt, mode, patterns, base, org=org, warnings=tuple(warnings))
 
 
 class _Unusable(Exception):
