@@ -51,7 +51,7 @@ def export_org(table: str | Path, version: int, out: Path, *, model: str, dimens
     meta, matrix = rows_and_matrix(read, dimension)
     for row in meta:
         row["repo"] = str(row["project"])
-        row["path"] = org_path(row["repo"], str(row["path"]))
+        row["path"] = row["doc_id"] = org_path(row["repo"], str(row["path"]))
     write(
         out,
         Exported(

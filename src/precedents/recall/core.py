@@ -405,7 +405,7 @@ class Recall(HookAnswers):
         if len(text.strip()) < MIN_PROMPT_CHARS:
             return Answer(None, skipped="short", project=root)
         snapshot = self._snapshot
-        if not snapshot.rows:
+        if not snapshot.rows and not self.org.snapshot.rows:
             return Answer(None, skipped="no-index", project=root)
         keys = tuple(project_keys(root))
         hidden = self._hidden(root, keys, text, session, transcript)
