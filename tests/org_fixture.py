@@ -25,13 +25,13 @@ from precedents.org.table import ORIGIN, org_schema
 Repos = Mapping[str, Mapping[str, str]]
 
 PAYMENTS_ADRS = {
-    "docs/adr/0001-call-the-card-processor-synchronously.md": """# 1. Call the card processor synchronously from checkout
+    "docs/adr/0001-charge-cards-synchronously.md": """# 1. Charge cards synchronously at checkout
 
 Date: 2021-02-01
 
 ## Status
 
-Superseded by [2. Send card charges through the outbox queue](0002-send-card-charges-through-the-outbox.md)
+Superseded by [2. Charge cards through the outbox](0002-charge-cards-through-the-outbox.md)
 
 ## Context
 
@@ -39,9 +39,10 @@ Checkout needs the card processor's answer before it confirms an order.
 
 ## Decision
 
-Checkout calls the card processor's HTTP API synchronously through `src/payments/client.py`.
+Checkout calls the card processor's HTTP API synchronously through
+`src/payments/client.py`.
 """,
-    "docs/adr/0002-send-card-charges-through-the-outbox.md": """# 2. Send card charges through the outbox queue
+    "docs/adr/0002-charge-cards-through-the-outbox.md": """# 2. Charge cards through the outbox
 
 Date: 2023-05-10
 
@@ -49,7 +50,7 @@ Date: 2023-05-10
 
 Accepted
 
-Supersedes [1. Call the card processor synchronously from checkout](0001-call-the-card-processor-synchronously.md)
+Supersedes [1. Charge cards synchronously at checkout](0001-charge-cards-synchronously.md)
 
 ## Context
 
@@ -67,7 +68,8 @@ PAYMENTS_RULE = (
 description: How refunds are issued in the payments service
 alwaysApply: false
 ---
-Issue refunds for card charges through the RefundLedger, never by calling the card processor's refund endpoint directly.
+Issue refunds for card charges through the RefundLedger, never by calling the
+card processor's refund endpoint directly.
 """,
 )
 
@@ -78,7 +80,8 @@ description: How every service talks to the message queue
 alwaysApply: false
 scope: org
 ---
-Every service publishes events to the message queue through its transactional outbox table, never by calling the queue client directly.
+Every service publishes events to the message queue through its transactional
+outbox table, never by calling the queue client directly.
 """,
 )
 
@@ -87,7 +90,8 @@ PLATFORM_NOTE = (
     """---
 title: Kubernetes readiness probes
 ---
-Readiness probes of every service call /healthz/ready, which checks the database pool; liveness probes never touch the database.
+Readiness probes of every service call /healthz/ready, which checks the database
+pool; liveness probes never touch the database.
 """,
 )
 
