@@ -25,6 +25,8 @@ import time
 from pathlib import Path
 from typing import Any, Final
 
+from precedents.inert import shown_repo
+
 ORG_SCHEME: Final = "org://"
 # In Settings.org_dir: the file the pull writes and the daemon reads.
 ORG_SNAPSHOT: Final = "snapshot.npz"
@@ -33,8 +35,9 @@ ORG_COLUMNS: Final = ("mark", "successors", "url")
 
 
 def org_path(repo: str, relpath: str) -> str:
-    """A record's identity in the daemon: its repository and its path there."""
-    return f"{ORG_SCHEME}{repo}/{relpath}"
+    """A record's identity in the daemon: its repository (as its label shows it, so the
+    path cannot carry a mark of ours either) and its path there."""
+    return f"{ORG_SCHEME}{shown_repo(repo)}/{relpath}"
 
 
 def export_org(table: str | Path, version: int, out: Path, *, model: str, dimension: int) -> int:

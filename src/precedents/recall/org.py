@@ -151,7 +151,7 @@ class OrgRecords:
         for path, row in first.items():
             repo = str(row.get("repo") or "")
             urls.setdefault(repo, repo_key(str(row.get("url") or "")))
-            by_rel[(repo, path.removeprefix(f"{ORG_SCHEME}{repo}/"))] = path
+            by_rel[(repo, path[len(ORG_SCHEME) :].partition("/")[2])] = path
             digest = str(row.get("source_hash") or "")
             if digest:
                 by_hash.setdefault(digest, []).append(path)
