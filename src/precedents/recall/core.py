@@ -412,14 +412,15 @@ class Recall(HookAnswers):
         hits, relevance, embed_ms, search_ms = self._ranked(text, keys, hidden)
         ranked = time.perf_counter()
         kept = self._unmuted(hits)
-        selection = select(kept, self.thresholds, root, relevance, self.marks.successors_for)
+        successors = self._successors_in(root)
+        selection = select(kept, self.thresholds, root, relevance, successors)
         muted: list[tuple[str, str]] = []
         if len(kept) < len(hits):  # what the mute list kept out, for `why` (issue #21)
-            would = select(hits, self.thresholds, root, relevance, self.marks.successors_for)
+            would = select(hits, self.thresholds, root, relevance, successors)
             left = {h.record.path for h in kept}
             muted = [(h.record.path, PROMPT) for h in would.chosen if h.record.path not in left]
         records = [h.record for h in selection.chosen]
-        given = self._give(session, records, selection.byte_cap, HEADER)
+        given = self._give(session, records, selection.byte_cap, HEADER, root=root)
         done = time.perf_counter()
         return given.answer(
             selection,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -101,9 +101,11 @@ class HookAnswers:
         header: str,
         event: str = EVENT_PROMPT,
         later: Mapping[str, str] | None = None,
+        root: str = "",
     ) -> Given:
         """Render ``records`` less those ``session`` was given unchanged, and remember the
-        ones shown."""
+        ones shown; ``root``: the project's (an org successor it holds itself is its own
+        line's, recall/org.py)."""
         local = self.scopes.digests
 
         def digest(r: DocumentRecord) -> str:
@@ -114,7 +116,8 @@ class HookAnswers:
         text: str | None = None
         shown: list[DocumentRecord] = []
         if fresh and cap > 0:
-            text, shown = self._render(fresh, cap, header, event, later or {})
+            successors = self._successors_in(root)
+            text, shown = self._render(fresh, cap, header, event, later or {}, successors)
         self.sessions.give(session, [(r.path, digest(r)) for r in shown])
         suspect = tuple(r.path for r in shown if suspect_of(r))
         team = tuple((r.path, team_mark(r)) for r in shown if r.team)
@@ -140,6 +143,19 @@ class HookAnswers:
                     out.append((path, SUCCESSOR))
         return out
 
+    def _successors_in(self, root: str) -> Callable[[DocumentRecord], list[DocumentRecord]]:
+        """:meth:`AdrMarks.successors_for`, less the org records the project at ``root``
+        must not be given (its own copy wins: recall/org.py)."""
+        successors_for = self.marks.successors_for
+        if not root or not self.org.snapshot.rows:
+            return successors_for
+        excluded = self.org.excluded(root, self._snapshot, tuple(project_keys(root)))
+
+        def successors(record: DocumentRecord) -> list[DocumentRecord]:
+            return [s for s in successors_for(record) if s.path not in excluded]
+
+        return successors
+
     def _render(
         self,
         records: Sequence[DocumentRecord],
@@ -147,23 +163,23 @@ class HookAnswers:
         header: str,
         event: str,
         later: Mapping[str, str],
+        successors: Callable[[DocumentRecord], list[DocumentRecord]] | None = None,
     ) -> tuple[str | None, list[DocumentRecord]]:
         """:func:`render_records`; when some records do not fit, the last line says how
         many were left out (never a silent cut), in room kept free for it. ``later``: a
         decision commit's ``later changed by`` line, by record path (the file hook's)."""
         marks = self.marks
+        successors_for = successors or marks.successors_for
 
         def mark_for(record: DocumentRecord) -> str:
             return later.get(record.path) or marks.mark_for(record)
 
-        text, shown = render_records(records, cap, mark_for, marks.successors_for, event, header)
+        text, shown = render_records(records, cap, mark_for, successors_for, event, header)
         left = len({r.path for r in records} - {r.path for r in shown})
         if not left or text is None:
             return text, shown
         room = printed_bytes("\n" + LEFT_OUT.format(99), event) - printed_bytes("", event)
-        text, shown = render_records(
-            records, cap - room, mark_for, marks.successors_for, event, header
-        )
+        text, shown = render_records(records, cap - room, mark_for, successors_for, event, header)
         left = len({r.path for r in records} - {r.path for r in shown})
         return (f"{text}\n{LEFT_OUT.format(left)}" if text else None), shown
 
@@ -235,7 +251,7 @@ class HookAnswers:
         selection = Selection(
             hits, FILE_CAP_BYTES if hits else 0, 0.0, 0.0, "file" if hits else "no-scope"
         )
-        given = self._give(session, records, FILE_CAP_BYTES, HEADER, EVENT_FILE, later)
+        given = self._give(session, records, FILE_CAP_BYTES, HEADER, EVENT_FILE, later, root)
         # Rules left to Claude Code count as withheld: `why` lists them.
         given = given._replace(withheld=tuple(sorted({*given.withheld, *client.skipped})))
         return given.answer(
