@@ -155,8 +155,13 @@ class AdrMarks:
         folder of its project claims its id."""
         if record.kind != "adr":
             return ""
-        if record.org:  # as its repository's graph gave it at build time; never unmarked
-            return record.org_mark
+        if record.org:  # as its repository's graph gave it at build time
+            mark = record.org_mark
+            muted = self.muted()
+            if mark and muted and self.org is not None:
+                ends = [s for s in self.org.successors(record) if s.path in muted]
+                mark = name_muted(mark, [label_for(s.adr_id, 0) for s in ends])
+            return mark
         mark = self._graph_mark(record)
         if mark and self.muted():
             mark = self._muted_named(record, mark)

@@ -88,8 +88,9 @@ class MuteList:
     def target(path: str | Path) -> str:
         """``path`` as the list holds it: absolute, as the indexer stores record paths; an
         org record's ``org://repository/path`` as it is (recall/org.py)."""
-        if str(path).startswith(ORG_SCHEME):
-            return str(path)
+        text = str(path)
+        if text.startswith(ORG_SCHEME[:-1]):  # a Path made of it keeps one slash
+            return ORG_SCHEME + text[len(ORG_SCHEME) - 1 :].lstrip("/")
         return str(Path(path).expanduser().absolute())
 
     def check(self, path: str | Path, *, undo: bool = False) -> None:
