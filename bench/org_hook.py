@@ -75,7 +75,7 @@ def fixture_texts(limit: int) -> list[tuple[str, str, str]]:
 def org_rows(repos: int, per_repo: int, real: int, embedder: Any) -> list[dict[str, Any]]:
     """The org table's rows: see the module docstring."""
     texts = fixture_texts(real)
-    base = np.asarray(embedder.encode_documents([t for _, _, t in texts]), dtype=np.float32)
+    base = np.asarray(embedder.encode_passages([t for _, _, t in texts]), dtype=np.float32)
     rng = np.random.default_rng(30)
     rows: list[dict[str, Any]] = []
     for r in range(repos):
