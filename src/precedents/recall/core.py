@@ -201,10 +201,7 @@ class Recall(HookAnswers):
         rules Claude Code loaded into the session itself, and the session's own
         conversation log (never recalled into itself)."""
         scopes = self.scopes
-        touched = self.sessions.touched(session)
-        hidden = scopes.unranked(keys, touched, text, root)
-        if self.org.snapshot.rows:  # an org rule scoped to files ranks only in scope too
-            hidden.update(self.org.scopes.unranked(self.org.keys_for(root), touched, text, root))
+        hidden = scopes.unranked(keys, self.sessions.touched(session), text, root)
         hidden.update(self.sessions.loaded(session))  # in Claude Code's context already
         own = scopes.logs_by_session.get(session) if session else None
         hidden.update(p for p in (own, transcript) if p)

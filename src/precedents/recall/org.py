@@ -16,7 +16,11 @@ every chunk of the served version of the org table, each row's ``path``
   `query`, eval and MCP order org records alike;
 * rules keep their scope: a rule of repository X ranks and attaches only in a
   project that is X, unless its front matter says ``scope: org``
-  (:attr:`precedents.rules.scope.Scope.org`);
+  (:attr:`precedents.rules.scope.Scope.org`); an org rule a message does not rank
+  by itself (one scoped to files, one loaded always) never ranks for a message:
+  the file hook gives it for a file in its scope, SessionStart lists an always
+  one (working out per message which org rules a message names cost 14 ms at
+  30,000 records);
 * an ADR or a note that names a path, a component or code is in
   :attr:`OrgRecords.scopes`, matched by the file hook like the project's own;
 * the project's own copy wins: an org record of the project's repository (its
@@ -31,11 +35,13 @@ import json
 import logging
 import os
 import re
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from threading import Lock
 from typing import Any, Final
 
+from precedents.ingest.background import release_memory
 from precedents.org.snapshot import ORG_SCHEME, ORG_SNAPSHOT, org_path
 from precedents.recall.files import FileScopes
 from precedents.recall.source import Model
@@ -82,6 +88,26 @@ def origin_url(root: str) -> str:
     return ""
 
 
+# Row values repeated on many rows (a repository's name, a kind, a date): one string
+# object each, not one per row as JSON parses them (30,000 rows: ~15 MiB).
+_SHARED = ("kind", "repo", "date", "author", "decided", "mark", "adr_id", "scope")
+
+
+def _lean(row: dict[str, Any]) -> None:
+    """``row`` as the daemon keeps it: its project key, its origin, its document id the
+    path itself, its repeated values shared."""
+    row["project"] = ORG_KEY
+    row["origin"] = "org"
+    row["doc_id"] = row["path"]
+    for key in ("author", "decided"):  # a team note's, a chat's: never an org record's
+        if not row.get(key):
+            row.pop(key, None)
+    for key in _SHARED:
+        value = row.get(key)
+        if isinstance(value, str) and len(value) < 200:
+            row[key] = sys.intern(value)
+
+
 class OrgRecords:
     """The org snapshot in memory: vectors, scoped records, and which are a project's own."""
 
@@ -93,11 +119,13 @@ class OrgRecords:
         self.problem = ""  # why the last file could not be served ('' when it was)
         self._stamp: tuple[int, int, int] | None = None
         self._first: dict[str, dict[str, Any]] = {}  # each document's first row, by path
+        self._successors: dict[str, str] = {}  # an ADR's successors as stored (JSON), by path
         self._urls: dict[str, str] = {}  # repository -> repo_key of its source
         self._by_rel: dict[tuple[str, str], str] = {}  # (repository, path) -> org path
         self._by_hash: dict[str, list[str]] = {}  # content hash -> org paths
         self._plain_rules: dict[str, frozenset[str]] = {}  # repository -> its own rules
         self._all_plain: frozenset[str] = frozenset()
+        self._unranked: frozenset[str] = frozenset()  # rules a message never ranks
         self._own: dict[str, tuple[frozenset[str], frozenset[str]]] = {}  # root -> repos, rules
         self._excluded: dict[str, tuple[Any, Any, frozenset[str]]] = {}
         self._lock = Lock()
@@ -140,35 +168,51 @@ class OrgRecords:
 
     def _install(self, version: str, meta: list[dict[str, Any]], matrix: Any) -> None:
         first: dict[str, dict[str, Any]] = {}
-        for row in meta:
-            row["project"] = ORG_KEY
-            row["origin"] = "org"
-            first.setdefault(row["path"], row)
         urls: dict[str, str] = {}
+        successors: dict[str, str] = {}
+        for row in meta:
+            _lean(row)
+            if first.setdefault(row["path"], row) is row:
+                url, later = row.pop("url", ""), row.pop("successors", "")
+                urls.setdefault(row["repo"], repo_key(str(url or "")))
+                if later and later != "[]":
+                    successors[row["path"]] = str(later)
+            else:
+                row.pop("url", None)
+                row.pop("successors", None)
         by_rel: dict[tuple[str, str], str] = {}
         by_hash: dict[str, list[str]] = {}
         plain: dict[str, set[str]] = {}
+        unranked: set[str] = set()
         for path, row in first.items():
             repo = str(row.get("repo") or "")
-            urls.setdefault(repo, repo_key(str(row.get("url") or "")))
             by_rel[(repo, path[len(ORG_SCHEME) :].partition("/")[2])] = path
             digest = str(row.get("source_hash") or "")
             if digest:
                 by_hash.setdefault(digest, []).append(path)
-            if row["kind"] == "rule" and not Scope.from_json(row.get("scope")).org:
-                plain.setdefault(repo, set()).add(path)
+            if row["kind"] == "rule":
+                scope = Scope.from_json(row.get("scope"))
+                if not scope.ranked:
+                    unranked.add(path)
+                if not scope.org:
+                    plain.setdefault(repo, set()).add(path)
         snapshot = VectorSnapshot.from_parts(version, meta, matrix, [], EMPTY.matrix)
         scopes = FileScopes(self._scope_rows(first.values()))
         scopes.compile(self.scopes)  # off the hooks' path: the previous scopes serve till now
+        for row in meta:  # the scopes hold it parsed; nothing reads a hit's stored scope
+            row.pop("scope", None)
         snapshot.warm((ORG_KEY,))
         with self._lock:
             self.snapshot, self.scopes, self._first = snapshot, scopes, first
+            self._successors = successors
             self._urls, self._by_rel, self._by_hash = urls, by_rel, by_hash
             self._plain_rules = {r: frozenset(p) for r, p in plain.items()}
             self._all_plain = frozenset(p for paths in plain.values() for p in paths)
+            self._unranked = frozenset(unranked)
             self._own.clear()
             self._excluded.clear()
         self.problem = ""
+        release_memory()  # the file's header, parsed and dropped: ~25 MiB at 30,000 records
 
     @staticmethod
     def _scope_rows(rows: Any) -> Iterator[Mapping[str, Any]]:
@@ -232,7 +276,7 @@ class OrgRecords:
             if repos and path.startswith(prefix):
                 rel = path[len(prefix) :]
                 copies.update(p for r in repos if (p := self._by_rel.get((r, rel))))
-        out = frozenset((self._all_plain - own_rules) | copies)
+        out = frozenset((self._all_plain - own_rules) | self._unranked | copies)
         with self._lock:
             if len(self._excluded) >= MAX_PROJECTS:
                 self._excluded.clear()
@@ -254,11 +298,11 @@ class OrgRecords:
     def successors(self, record: DocumentRecord) -> list[DocumentRecord]:
         """The ADRs that replaced an org ADR, across repositories, as the org build
         stored them (a path in its own repository, or an ``org://`` path)."""
-        row = self._first.get(record.path)
-        if row is None or record.kind != "adr":
+        stored = self._successors.get(record.path)
+        if stored is None or record.kind != "adr":
             return []
         try:
-            named = json.loads(str(row.get("successors") or "[]"))
+            named = json.loads(stored)
         except ValueError:
             return []
         out = []
