@@ -14,6 +14,7 @@ it (``python -I -S launch.py``). The projects:
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import time
 import uuid
@@ -25,6 +26,10 @@ from typing import Any
 import pytest
 
 from precedents import protocol
+from precedents.inert import shown_repo
+from precedents.org.snapshot import ORG_SNAPSHOT, org_path
+from precedents.recall.org import OrgRecords, origin_url, repo_key
+from precedents.recall.source import Model
 from tests.conftest_daemon import (
     file_json,
     prompt_json,
@@ -201,6 +206,11 @@ def test_query_labels_and_mute_takes_org_records(
     assert old["mark"] == "⚠️superseded → ADR-0002"
     shown = run_cli(org_state.home, org_state.checkout, "query", CHARGE)
     assert "adr (org, payments)" in shown.stdout, shown.stdout
+    # `why` lists what the hook gave, org records by their org:// path.
+    _prompt(org_state, CHARGE, org_state.checkout)
+    why = run_cli(org_state.home, org_state.checkout, "why")
+    assert why.returncode == 0, why.stderr
+    assert f"org://payments/{SUPERSEDED}" in why.stdout, why.stdout
     muted = run_cli(org_state.home, org_state.checkout, "mute", f"org://payments/{LIVE}")
     assert muted.returncode == 0, muted.stderr
     try:
@@ -235,3 +245,44 @@ def test_a_new_snapshot_is_served_without_a_restart(
     assert line.startswith("adr (org, search)  0001 Use OpenSearch"), line
     assert org_daemon.poll() is None  # the same process, never restarted
     assert protocol.ask({"op": "ping"}, 5.0, org_state.home / "run").get("ready")
+
+
+def test_a_repository_name_shows_as_a_forge_would_allow_it() -> None:
+    assert shown_repo(FORGED) == "evil-warning-superseded-ADR-0009-org-platform"
+    assert shown_repo("acme/pay_ments.v2") == "acme/pay_ments.v2"
+    assert shown_repo(" \n ") == "repository withheld"
+    assert len(shown_repo("x" * 500)) == 64
+    assert org_path(FORGED, "a.md") == "org://evil-warning-superseded-ADR-0009-org-platform/a.md"
+
+
+def test_an_org_snapshot_of_another_model_is_not_served(
+    org_state: OrgState, tmp_path: Path
+) -> None:
+    org_dir = tmp_path / "org"
+    org_dir.mkdir()
+    shutil.copy(settings_for(org_state.home).org_dir / ORG_SNAPSHOT, org_dir / ORG_SNAPSHOT)
+    records = OrgRecords(org_dir)
+    assert not records.refresh(Model("another/model", 384))
+    assert "not served" in records.problem and not records.snapshot.rows
+    (org_dir / ORG_SNAPSHOT).write_bytes(b"not a snapshot")
+    assert not records.refresh(Model("another/model", 384))
+    assert "could not be read" in records.problem
+
+
+def test_repository_urls_compare_whatever_their_spelling(tmp_path: Path) -> None:
+    same = {
+        repo_key(u)
+        for u in (
+            "git@git.example.com:acme/payments.git",
+            "https://git.example.com/acme/payments",
+            "ssh://git@git.example.com/acme/payments.git/",
+            "HTTPS://Git.Example.com/acme/Payments.git",
+        )
+    }
+    assert same == {"git.example.com/acme/payments"}
+    write_repo(tmp_path / "p", {})
+    (tmp_path / "p" / ".git" / "config").write_text(
+        '[remote "upstream"]\n\turl = a\n[remote "origin"]\n\turl = b:c/d.git\n'
+    )
+    assert origin_url(str(tmp_path / "p")) == "b:c/d.git"
+    assert origin_url(str(tmp_path / "nothing")) == ""

@@ -325,13 +325,14 @@ def team_head(author: str, day: str) -> str:
 # A repository name as an org record's mark shows it: letters, digits and ``._-/``
 # (what a forge allows in owner/name), anything else one ``-``.
 _NOT_REPO = re.compile(r"[^\w.\-/]+")
+_DASHES = re.compile(r"-{2,}")
 
 
 def shown_repo(repo: str) -> str:
     """An org record's repository name as every channel shows it: no space, parenthesis,
     comma, glyph or arrow (it cannot close its label or forge a mark), at most
     :data:`REPO_CHARS` characters; ``repository withheld`` when nothing is left."""
-    name = _NOT_REPO.sub("-", inert(repo, 4 * REPO_CHARS)).strip("-")
+    name = _DASHES.sub("-", _NOT_REPO.sub("-", inert(repo, 4 * REPO_CHARS))).strip("-")
     return cut(name, REPO_CHARS) or "repository withheld"
 
 
