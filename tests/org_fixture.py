@@ -85,6 +85,18 @@ outbox table, never by calling the queue client directly.
 """,
 )
 
+PLATFORM_GLOB_RULE = (
+    ".cursor/rules/migrations.mdc",
+    """---
+description: Database migrations
+globs: "**/migrations/*.sql"
+alwaysApply: false
+scope: org
+---
+A migration never drops a column in the release that stops writing it.
+""",
+)
+
 PLATFORM_NOTE = (
     ".precedents/notes/kubernetes-probes.md",
     """---
@@ -97,11 +109,11 @@ pool; liveness probes never touch the database.
 
 
 def default_repos() -> dict[str, dict[str, str]]:
-    """The fixture organisation: payments (its ADRs and a plain rule), platform (a
-    `scope: org` rule and a team note)."""
+    """The fixture organisation: payments (its ADRs and a plain rule), platform (two
+    `scope: org` rules, one scoped to files, and a team note)."""
     return {
         "payments": {**PAYMENTS_ADRS, PAYMENTS_RULE[0]: PAYMENTS_RULE[1]},
-        "platform": {PLATFORM_RULE[0]: PLATFORM_RULE[1], PLATFORM_NOTE[0]: PLATFORM_NOTE[1]},
+        "platform": dict([PLATFORM_RULE, PLATFORM_GLOB_RULE, PLATFORM_NOTE]),
     }
 
 

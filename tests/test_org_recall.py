@@ -151,6 +151,11 @@ def test_the_file_hook_gives_an_org_adr_naming_the_touched_path(
     context = _context(org_state.home, file_json(touched, org_state.checkout, session), "file")
     line = _line(context, f"org://payments/{SUPERSEDED}")
     assert line.startswith("⚠️superseded → ADR-0002 adr (org, payments)"), line
+    # A `scope: org` rule scoped to files attaches to a file of this project in scope.
+    migration = org_state.checkout / "db" / "migrations" / "0007_drop_total.sql"
+    rule = _context(org_state.home, file_json(migration, org_state.checkout, session), "file")
+    line = _line(rule, "org://platform/.cursor/rules/migrations.mdc")
+    assert line.startswith("rule (org, platform)  migrations"), line
     # A file the org records name nothing of gets nothing of them.
     other = org_state.checkout / "src" / "cart" / "total.py"
     assert "org://" not in _context(

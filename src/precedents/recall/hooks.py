@@ -149,7 +149,8 @@ class HookAnswers:
         successors_for = self.marks.successors_for
         if not root or not self.org.snapshot.rows:
             return successors_for
-        excluded = self.org.excluded(root, self._snapshot, tuple(project_keys(root)))
+        keys = tuple(project_keys(root))
+        excluded = self.org.excluded(root, self._snapshot, keys, ranking=False)
 
         def successors(record: DocumentRecord) -> list[DocumentRecord]:
             return [s for s in successors_for(record) if s.path not in excluded]
@@ -204,10 +205,6 @@ class HookAnswers:
         names = scopes.names_symbols(keys) or org.names_symbols(org_keys)
         declared = defined_symbols(os.path.join(root, rel)) if names else frozenset()
         found = [*scopes.attached(keys, rel), *scopes.naming(keys, rel, declared)]
-        if self.org.snapshot.rows:  # the org's after the project's own (recall/org.py)
-            excluded = self.org.excluded(root, self._snapshot, keys)
-            more = [*org.attached(org_keys, rel), *org.naming(org_keys, rel, declared)]
-            found += [s for s in more if s.record.path not in excluded]
         loads_on = session_tools(self.sessions, session, transcript) if tool else frozenset()
         client = left_to_client(
             found,
@@ -219,6 +216,12 @@ class HookAnswers:
         )
         self.sessions.load(session, client.loading)
         found = client.give
+        if self.org.snapshot.rows:
+            # The org's after the project's own (recall/org.py); never left to Claude
+            # Code: its files are not on this machine.
+            excluded = self.org.excluded(root, self._snapshot, keys, ranking=False)
+            more = [*org.attached(org_keys, rel), *org.naming(org_keys, rel, declared)]
+            found += [s for s in more if s.record.path not in excluded]
         # A session's own log is never recalled into it (its deciding chat names files).
         own = scopes.logs_by_session.get(session) if session else None
         muted = self.muted.paths()

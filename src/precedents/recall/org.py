@@ -121,13 +121,12 @@ class OrgRecords:
         self._first: dict[str, dict[str, Any]] = {}  # each document's first row, by path
         self._successors: dict[str, str] = {}  # an ADR's successors as stored (JSON), by path
         self._urls: dict[str, str] = {}  # repository -> repo_key of its source
-        self._by_rel: dict[tuple[str, str], str] = {}  # (repository, path) -> org path
         self._by_hash: dict[str, list[str]] = {}  # content hash -> org paths
         self._plain_rules: dict[str, frozenset[str]] = {}  # repository -> its own rules
         self._all_plain: frozenset[str] = frozenset()
         self._unranked: frozenset[str] = frozenset()  # rules a message never ranks
         self._own: dict[str, tuple[frozenset[str], frozenset[str]]] = {}  # root -> repos, rules
-        self._excluded: dict[str, tuple[Any, Any, frozenset[str]]] = {}
+        self._excluded: dict[str, tuple[Any, Any, frozenset[str], frozenset[str]]] = {}
         self._lock = Lock()
 
     @property
@@ -180,13 +179,11 @@ class OrgRecords:
             else:
                 row.pop("url", None)
                 row.pop("successors", None)
-        by_rel: dict[tuple[str, str], str] = {}
         by_hash: dict[str, list[str]] = {}
         plain: dict[str, set[str]] = {}
         unranked: set[str] = set()
         for path, row in first.items():
             repo = str(row.get("repo") or "")
-            by_rel[(repo, path[len(ORG_SCHEME) :].partition("/")[2])] = path
             digest = str(row.get("source_hash") or "")
             if digest:
                 by_hash.setdefault(digest, []).append(path)
@@ -205,7 +202,7 @@ class OrgRecords:
         with self._lock:
             self.snapshot, self.scopes, self._first = snapshot, scopes, first
             self._successors = successors
-            self._urls, self._by_rel, self._by_hash = urls, by_rel, by_hash
+            self._urls, self._by_hash = urls, by_hash
             self._plain_rules = {r: frozenset(p) for r, p in plain.items()}
             self._all_plain = frozenset(p for paths in plain.values() for p in paths)
             self._unranked = frozenset(unranked)
@@ -252,18 +249,21 @@ class OrgRecords:
         repos, _ = self._own_of(root)
         return (ORG_KEY, *(f"{ORG_KEY}:{r}" for r in sorted(repos)))
 
-    def excluded(self, root: str, local: VectorSnapshot, keys: tuple[str, ...]) -> frozenset[str]:
+    def excluded(
+        self, root: str, local: VectorSnapshot, keys: tuple[str, ...], *, ranking: bool = True
+    ) -> frozenset[str]:
         """The org records the project at ``root`` must never be given: the rules of
         other repositories (without ``scope: org``), and the org copies of what the
-        project holds itself (``local``, its rows under ``keys``). Remembered per
-        project until either snapshot changes; the same object each time (the
-        ranking keeps its documents' mask by it)."""
+        project holds itself (``local``, its rows under ``keys``); with ``ranking``,
+        also the org rules no message ranks by itself (the file hook gives those).
+        Remembered per project until either snapshot changes; the same object each
+        time (the ranking keeps its documents' mask by it)."""
         if not self.snapshot.rows:
             return frozenset()
         with self._lock:
             cached = self._excluded.get(root)
         if cached is not None and cached[:2] == (local.version, self.version):
-            return cached[2]
+            return cached[3] if ranking else cached[2]
         repos, own_rules = self._own_of(root)
         wanted = set(keys)
         copies: set[str] = set()
@@ -275,13 +275,14 @@ class OrgRecords:
             path = str(row["path"])
             if repos and path.startswith(prefix):
                 rel = path[len(prefix) :]
-                copies.update(p for r in repos if (p := self._by_rel.get((r, rel))))
-        out = frozenset((self._all_plain - own_rules) | self._unranked | copies)
+                copies.update(p for r in repos if (p := org_path(r, rel)) in self._first)
+        out = frozenset((self._all_plain - own_rules) | copies)
+        ranked = out | self._unranked
         with self._lock:
             if len(self._excluded) >= MAX_PROJECTS:
                 self._excluded.clear()
-            self._excluded[root] = (local.version, self.version, out)
-        return out
+            self._excluded[root] = (local.version, self.version, out, ranked)
+        return ranked if ranking else out
 
     # -- records -----------------------------------------------------------------
 
