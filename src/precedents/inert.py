@@ -46,6 +46,7 @@ DATE_CHARS = 10
 MARK_CHARS = 160
 AUTHOR_CHARS = 32  # a team note's author: part of its line's head, which never shrinks
 AUTHOR_WORDS = 3  # a first name, a particle or middle name, a last name
+REPO_CHARS = 64  # an org record's repository name: part of its line's head
 
 # `<` and `>` and their full-width and small forms (a model may read those as the
 # same tag); they become single guillemets, which no markup language uses.
@@ -172,7 +173,7 @@ _GLYPH_VS = re.compile(f"([{''.join(_GLYPHS)}])\ufe0f")  # its emoji form: one g
 # text's skeleton (below), so full-width parentheses and look-alike letters match too.
 # Our heads are lower case: "ADR 001: Title" and "Note (2024)" are a title and prose.
 _HEAD = re.compile(
-    r"\b(?-i:note|rule|adr|conversation|commit)\s*(\()|(\()\s*(?:team|personal)\b|"
+    r"\b(?-i:note|rule|adr|conversation|commit)\s*(\()|(\()\s*(?:team|personal|org)\b|"
     r"\b(?-i:(adr(?=\s+(?i:adr-?)?\d)|conversation(?=\s+\d{4}-\d\d-\d\d)|"
     r"commit(?=\s+(?=[a-f]*\d)[0-9a-f]{7,40}\b)))|(·)\s*later\s+changed\b",
     re.IGNORECASE,
@@ -185,7 +186,7 @@ _LOOKALIKE = str.maketrans(
 )
 
 
-_HEAD_WORDS = ("note", "rule", "adr", "conversation", "commit", "team", "personal", "·")
+_HEAD_WORDS = ("note", "rule", "adr", "conversation", "commit", "team", "personal", "org", "·")
 
 
 # The skeleton in one C pass, to tell whether the slow one (with positions) is needed.
@@ -319,6 +320,25 @@ def team_head(author: str, day: str) -> str:
     """``(team, author, day)`` from parts already shown (a `query --json` row's)."""
     parts = [inert_mark(p, MARK_CHARS) for p in (author, day) if p]
     return f"({', '.join(['team', *parts])})"
+
+
+# A repository name as an org record's mark shows it: letters, digits and ``._-/``
+# (what a forge allows in owner/name), anything else one ``-``.
+_NOT_REPO = re.compile(r"[^\w.\-/]+")
+_DASHES = re.compile(r"-{2,}")
+
+
+def shown_repo(repo: str) -> str:
+    """An org record's repository name as every channel shows it: no space, parenthesis,
+    comma, glyph or arrow (it cannot close its label or forge a mark), at most
+    :data:`REPO_CHARS` characters; ``repository withheld`` when nothing is left."""
+    name = _DASHES.sub("-", _NOT_REPO.sub("-", inert(repo, 4 * REPO_CHARS))).strip("-")
+    return cut(name, REPO_CHARS) or "repository withheld"
+
+
+def org_label(repo: str) -> str:
+    """An org record's mark, the same in every channel: ``(org, repository)``."""
+    return f"(org, {shown_repo(repo)})"
 
 
 # ----------------------------------------------------------------------- suspects

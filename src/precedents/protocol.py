@@ -150,6 +150,8 @@ if TYPE_CHECKING:
         decided: NotRequired[str]
         short: NotRequired[str]  # a decision commit's short sha (docs/commits.md)
         muted: NotRequired[bool]  # on the mute list: its path only (recall/mute.py)
+        org: NotRequired[bool]  # a record of the organisation's index (recall/org.py)
+        repo: NotRequired[str]  # its repository, as its `(org, repo)` label shows it
 
     class QueryAnswer(_Envelope):
         ok: Literal[True]

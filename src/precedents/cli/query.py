@@ -10,7 +10,7 @@ from precedents import api
 from precedents.cli.common import JsonOpt, ProjectOpt, add_commands, print_json
 from precedents.config import load_settings
 from precedents.errors import UsageError
-from precedents.inert import DATE_CHARS, SUSPECT_MARK, decided_label, team_head
+from precedents.inert import DATE_CHARS, SUSPECT_MARK, decided_label, org_label, team_head
 
 if TYPE_CHECKING:
     from precedents.api import QueryResult
@@ -84,6 +84,8 @@ def _print_results(result: QueryResult, all_projects: bool) -> None:
         kind = r["kind"]
         if r.get("team"):  # a team note: "note (team, author, date)", as the hook shows it
             kind = f"{kind} {team_head(r.get('author') or '', r['date'][:DATE_CHARS])}"
+        if r.get("org"):  # an org record: "adr (org, repo)", as the hook shows it
+            kind = f"{kind} {org_label(r.get('repo') or '')}"
         if r.get("suspect"):  # its text reads as orders: the path only (docs/daemon.md)
             mark = f"{SUSPECT_MARK} {mark}".rstrip()
             label, desc = "", ""

@@ -10,7 +10,13 @@ numpy, and the child's memory goes back to the system.
 Each row's ``path`` becomes :func:`org_path` (``org://<repository>/<path>``): a
 document's identity everywhere downstream (muting, `why`, sessions), never a
 path on this machine; ``repo`` keeps the repository's name. No multilingual
-vectors: the org build embeds with the profile's model alone.
+vectors: the org build embeds with the profile's model alone. No word index
+either: recall weighs words only for conversations, which the org index never
+holds (it would add 10.8 MiB to the 70 MiB file of 30,000 records,
+docs/org-recall.md).
+
+The daemon imports this module for its names alone (:mod:`precedents.recall.org`):
+pyarrow and Lance are imported by :func:`export_org`, in the child.
 """
 
 from __future__ import annotations
@@ -20,9 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, Final
 
-from precedents.store.export import TERM_CACHE, word_index
-from precedents.store.schema import META_COLUMNS, rows_and_matrix
-from precedents.store.snapshot_file import Exported, write
+from precedents.inert import shown_repo
 
 ORG_SCHEME: Final = "org://"
 # In Settings.org_dir: the file the pull writes and the daemon reads.
@@ -32,24 +36,26 @@ ORG_COLUMNS: Final = ("mark", "successors", "url")
 
 
 def org_path(repo: str, relpath: str) -> str:
-    """A record's identity in the daemon: its repository and its path there."""
-    return f"{ORG_SCHEME}{repo}/{relpath}"
+    """A record's identity in the daemon: its repository (as its label shows it, so the
+    path cannot carry a mark of ours either) and its path there."""
+    return f"{ORG_SCHEME}{shown_repo(repo)}/{relpath}"
 
 
 def export_org(table: str | Path, version: int, out: Path, *, model: str, dimension: int) -> int:
     """Write version ``version`` of the org table at ``table`` to ``out``; the row count."""
     import lance
 
+    from precedents.store.schema import META_COLUMNS, rows_and_matrix
+    from precedents.store.snapshot_file import Exported, write
+
     dataset = lance.dataset(str(table), version=version)
     names = set(dataset.schema.names)
     columns = [c for c in (*META_COLUMNS, *ORG_COLUMNS) if c in names]
-    read = dataset.to_table(columns=[*columns, "vector", "text"])
-    texts = [str(t or "") for t in read.column("text").to_pylist()]
-    meta, matrix = rows_and_matrix(read.drop_columns(["text"]), dimension)
+    read = dataset.to_table(columns=[*columns, "vector"])
+    meta, matrix = rows_and_matrix(read, dimension)
     for row in meta:
         row["repo"] = str(row["project"])
-        row["path"] = org_path(row["repo"], str(row["path"]))
-    words = word_index(meta, texts, out.with_name(TERM_CACHE))
+        row["path"] = row["doc_id"] = org_path(row["repo"], str(row["path"]))
     write(
         out,
         Exported(
@@ -59,7 +65,6 @@ def export_org(table: str | Path, version: int, out: Path, *, model: str, dimens
             meta=meta,
             matrix=matrix,
             summary=_summary(meta, version),
-            lexical=dict(words.to_arrays()),
         ),
     )
     return len(meta)

@@ -25,6 +25,7 @@ from precedents.ingest.sources import project_keys, project_root
 from precedents.ingest.team import TEAM, warm_local_names
 from precedents.kinds import DOCUMENT_KINDS, Kind
 from precedents.models.embedding import Embedder, load_embedder
+from precedents.org.snapshot import ORG_SCHEME
 from precedents.protocol import HEADER, MIN_PROMPT_CHARS, clip_prompt
 from precedents.recall.amendments import Amendments
 from precedents.recall.answer import Answer
@@ -37,6 +38,7 @@ from precedents.recall.hooks import HookAnswers
 from precedents.recall.marks import AdrMarks
 from precedents.recall.multilingual import Multilingual
 from precedents.recall.mute import PROMPT, MuteList
+from precedents.recall.org import ORG_KEY, OrgRecords
 from precedents.recall.provisional import ProvisionalRules
 from precedents.recall.relevance import DECISION_RANKS, Relevance
 from precedents.recall.selection import select
@@ -50,6 +52,7 @@ from precedents.recall.vectors import (
     EMPTY,
     MultilingualScores,
     VectorSnapshot,
+    merged,
 )
 from precedents.recall.when import window
 from precedents.store.rows import DocumentHit, DocumentRecord
@@ -90,6 +93,9 @@ class Recall(HookAnswers):
         self.marks.muted = self.muted.paths  # a muted record is never a successor line
         self.team_seen = TeamSeen(settings.home)
         self.commit_files = CommitFiles(settings.cache_dir)
+        # The organisation's records (issue #30): their own snapshot, ranked beside ours.
+        self.org = OrgRecords(settings.org_dir)
+        self.marks.org = self.org
         self.sessions = SessionLog()
         self._scopes: FileScopes | None = None  # the snapshot's, once its globs are compiled
         # Rules read from files of a project the store does not hold yet (the daemon's
@@ -121,9 +127,12 @@ class Recall(HookAnswers):
         ``now``: read the store in this process, at once — after the daemon itself
         wrote to it (`remember`), which already loaded LanceDB here."""
         with self._refresh_lock:
+            # The org snapshot first: a pull's new file is loaded here, on the refresh
+            # thread, never by a hook (recall/org.py).
+            org = self.org.refresh(Model(self.embedder.model_id, self.embedder.dimension))
             snapshot = self.source.refresh(now=now)
             if snapshot is None:
-                return False
+                return org
             self._install(snapshot)
             return True
 
@@ -236,12 +245,47 @@ class Recall(HookAnswers):
                 dates=self.thresholds.conversation_dates,
                 decided_ranks=DECIDED_RANKS,
             )
-            for i, ranked in zip(idx, ranked_all, strict=True):
-                hits[i] = ranked
+            org = self._org_ranked(vectors[idx], keys, hidden, snapshot)
+            for n, (i, ranked) in enumerate(zip(idx, ranked_all, strict=True)):
+                hits[i] = merged(ranked, org[n]) if org else ranked
         relevance = self._relevance(vectors, hits, snapshot)
         done = time.perf_counter()
         embed_ms, search_ms = (embedded - started) * 1000, (done - embedded) * 1000
         return [(h, r, embed_ms, search_ms) for h, r in zip(hits, relevance, strict=True)]
+
+    def _org_ranked(
+        self,
+        vectors: Any,
+        keys: Sequence[str],
+        hidden: Sequence[frozenset[str]] | None,
+        snapshot: VectorSnapshot,
+        kinds: Sequence[Kind] | None = None,
+        ranks: int = DOC_RANKS,
+    ) -> list[list[DocumentHit]]:
+        """The org records' ranking of the same questions (none when no org snapshot is
+        loaded): the same code over the org matrix, less what the project must not see
+        (recall/org.py). ``keys``: the project's (the first is its root); empty for
+        every project (`query --all`), which leaves out no org record."""
+        org = self.org.snapshot
+        if not org.rows:
+            return []
+        excluded = self.org.excluded(keys[0], snapshot, tuple(keys)) if keys else frozenset()
+        return org.rank_many(
+            vectors,
+            (ORG_KEY,),
+            kinds,
+            ranks,
+            0,
+            hidden=hidden,
+            excluded=excluded,
+        )
+
+    def _chunks_of(self, path: str, snapshot: VectorSnapshot) -> Any:
+        """A document's chunk vectors, from the org snapshot for an org record."""
+        org = self.org.snapshot
+        if org.rows and path.startswith(ORG_SCHEME):
+            return org.chunks_of(path)
+        return snapshot.chunks_of(path)
 
     def _multilingual_scores(
         self, texts: Sequence[str], snapshot: VectorSnapshot
@@ -264,7 +308,7 @@ class Recall(HookAnswers):
         out: list[float | None] = []
         for n, (q, ranked) in enumerate(zip(adapted, hits, strict=True)):
             docs = [h for h in ranked if h.record.kind in DOCUMENT_KINDS][:DECISION_RANKS]
-            chunks = [snapshot.chunks_of(h.record.path) for h in docs]
+            chunks = [self._chunks_of(h.record.path, snapshot) for h in docs]
             out.append(self.relevance.score(q, chunks) if docs else None)
             hits[n] = _decisions_scored(ranked, q, snapshot)
         return out
@@ -288,6 +332,7 @@ class Recall(HookAnswers):
         rules), or of every project when ``project`` is None (`precedents query --all`).
         ``today``: the day date words count from (default: this machine's today)."""
         snapshot = self._snapshot
+        every = project is None
         if project is None:
             keys = tuple(sorted({m["project"] for m in snapshot.meta}))
         else:
@@ -313,7 +358,10 @@ class Recall(HookAnswers):
                 window(text, today or date.today()),
                 self.thresholds.conversation_dates,
             )
-            return hits[:k]
+            org = self._org_ranked(
+                vector.reshape(1, -1), () if every else keys, None, snapshot, kinds, ranks
+            )
+            return (merged(hits, org[0], ranks) if org else hits)[:k]
         return _few_conversations(self._ranked(text, keys)[0])[:k]
 
     def query(self, text: str, project: str | Path | None, k: int) -> dict[str, Any]:
@@ -354,21 +402,22 @@ class Recall(HookAnswers):
         if len(text.strip()) < MIN_PROMPT_CHARS:
             return Answer(None, skipped="short", project=root)
         snapshot = self._snapshot
-        if not snapshot.rows:
+        if not snapshot.rows and not self.org.snapshot.rows:
             return Answer(None, skipped="no-index", project=root)
         keys = tuple(project_keys(root))
         hidden = self._hidden(root, keys, text, session, transcript)
         hits, relevance, embed_ms, search_ms = self._ranked(text, keys, hidden)
         ranked = time.perf_counter()
         kept = self._unmuted(hits)
-        selection = select(kept, self.thresholds, root, relevance, self.marks.successors_for)
+        successors = self._successors_in(root)
+        selection = select(kept, self.thresholds, root, relevance, successors)
         muted: list[tuple[str, str]] = []
         if len(kept) < len(hits):  # what the mute list kept out, for `why` (issue #21)
-            would = select(hits, self.thresholds, root, relevance, self.marks.successors_for)
+            would = select(hits, self.thresholds, root, relevance, successors)
             left = {h.record.path for h in kept}
             muted = [(h.record.path, PROMPT) for h in would.chosen if h.record.path not in left]
         records = [h.record for h in selection.chosen]
-        given = self._give(session, records, selection.byte_cap, HEADER)
+        given = self._give(session, records, selection.byte_cap, HEADER, root=root)
         done = time.perf_counter()
         return given.answer(
             selection,

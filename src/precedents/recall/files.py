@@ -38,7 +38,7 @@ MAX_TOUCHED = 256
 MAX_MATCHES = 20_000
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Scoped:
     """One record with its scope and the content hash it was indexed at."""
 

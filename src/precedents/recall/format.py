@@ -11,6 +11,8 @@ Line shapes::
     commit  SHORT YYYY-MM-DD subject — rationale (ROOT@SHA12)   (ingest/commit_index.py)
     commit  ... (ROOT@SHA12) · later changed by SHORT "subject"  (the file hook's)
     ⚠️amended YYYY-MM-DD → LATER TITLE KIND  ...      (a record a later chat amended)
+    KIND (org, REPOSITORY)  ...        (a record of the organisation's index, recall/org.py)
+    MARK adr (org, REPOSITORY)  ID title (org://REPOSITORY/path)
 
 The byte cap counts UTF-8 over the whole line the hook prints: the JSON
 envelope (``ensure_ascii=False``) plus its newline, so a cap of 1,024 means the
@@ -64,9 +66,11 @@ from precedents.inert import (
     inert_mark,
     inert_path,
     is_future,
+    org_label,
     path_words,
     shown_author,
     shown_day,
+    shown_repo,
     suspect_reason,
     team_label,
 )
@@ -140,17 +144,19 @@ def line_parts(record: DocumentRecord, mark: str = "") -> LineParts:
     # A control character in a file name shows as "?": the line stays one line.
     tail = f" ({inert_path(record.path)})"
     mark = inert_mark(mark, MARK_CHARS)  # ours: the record text it quotes is inert already
+    # An org record's repository: a label of ours, its name reduced to a forge's letters.
+    org = f" {org_label(record.repo)}" if record.org else ""
     if suspect_of(record):
         if mark.startswith(LATER_PREFIX):
             mark = ""  # the file hook's note on a commit, not a mark to keep
         # The path and the ADR mark only: the record's own words never reach the agent.
         head = f"{SUSPECT_MARK} {mark} {record.kind}" if mark else f"{SUSPECT_MARK} {record.kind}"
         # A suspect team note: the mark without its author (its words are withheld).
-        return LineParts(f"{head} {team_label()}" if record.team else head, "", "", tail)
+        return LineParts(f"{head} {team_label()}" if record.team else head + org, "", "", tail)
     name = inert(record.name, NAME_CHARS) or inert(PurePath(record.path).stem, NAME_CHARS)
     if record.kind == "adr":
         ident = inert(record.adr_id, ID_CHARS)
-        head = f"{mark} adr  " if mark else "adr  "
+        head = f"{mark} adr{org}  " if mark else f"adr{org}  "
         # Without an id the title follows "adr  " directly (and may still shrink).
         title = inert(record.name, TEXT_CHARS) or name  # a title shrinks: its own cap
         return (
@@ -174,7 +180,7 @@ def line_parts(record: DocumentRecord, mark: str = "") -> LineParts:
         title = cut(inert(record.name, TEXT_CHARS) or name, CONVERSATION_TITLE_CHARS)
         return LineParts(f"{head} {title}", " — ", passage, tail)
     # Not suspect (checked above): the whole mark, without reading the fields again.
-    kind = f"{record.kind} {_team(record)}" if record.team else record.kind
+    kind = f"{record.kind} {_team(record)}" if record.team else record.kind + org
     return LineParts(f"{marked}{kind}  {name}", " — ", inert(record.description, TEXT_CHARS), tail)
 
 
@@ -210,7 +216,7 @@ def record_json(hit: DocumentHit, mark: str | None = None, *, muted: bool = Fals
     withheld = suspect or muted
     row: QueryRow = {
         "kind": r.kind,
-        "project": inert_path(r.project),
+        "project": shown_repo(r.repo) if r.org else inert_path(r.project),
         "path": inert_path(r.path),
         "name": "" if withheld else inert(r.name, NAME_CHARS),
         "description": "" if withheld else inert(r.description, TEXT_CHARS),
@@ -222,6 +228,9 @@ def record_json(hit: DocumentHit, mark: str | None = None, *, muted: bool = Fals
     }
     if muted:
         row["muted"] = True
+    if r.org:  # the project is the repository's name: shown_repo, like its line's label
+        row["org"] = True
+        row["repo"] = row["project"]
     if r.team:
         you = is_local_user(r.author, r.project)
         row["author"] = "" if withheld else shown_author(r.author, you=you)

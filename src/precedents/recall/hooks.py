@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -27,6 +27,7 @@ from precedents.recall.mute import (
     TEAM_NEWS,
     MuteList,
 )
+from precedents.recall.org import ORG_KEY, OrgRecords
 from precedents.recall.selection import WIDE_CAP_BYTES, Selection
 from precedents.recall.sessions import SessionLog
 from precedents.recall.start import session_text
@@ -82,6 +83,7 @@ class HookAnswers:
     muted: MuteList
     sessions: SessionLog
     team_seen: TeamSeen
+    org: OrgRecords
     _snapshot: VectorSnapshot
 
     @property
@@ -99,19 +101,24 @@ class HookAnswers:
         header: str,
         event: str = EVENT_PROMPT,
         later: Mapping[str, str] | None = None,
+        root: str = "",
     ) -> Given:
         """Render ``records`` less those ``session`` was given unchanged, and remember the
-        ones shown."""
-        digests = self.scopes.digests
-        withheld = self.sessions.withheld(
-            session, [(r.path, digests.get(r.path, "")) for r in records]
-        )
+        ones shown; ``root``: the project's (an org successor it holds itself is its own
+        line's, recall/org.py)."""
+        local = self.scopes.digests
+
+        def digest(r: DocumentRecord) -> str:
+            return self.org.digest(r.path) if r.org else local.get(r.path, "")
+
+        withheld = self.sessions.withheld(session, [(r.path, digest(r)) for r in records])
         fresh = [r for r in records if r.path not in withheld]
         text: str | None = None
         shown: list[DocumentRecord] = []
         if fresh and cap > 0:
-            text, shown = self._render(fresh, cap, header, event, later or {})
-        self.sessions.give(session, [(r.path, digests.get(r.path, "")) for r in shown])
+            successors = self._successors_in(root)
+            text, shown = self._render(fresh, cap, header, event, later or {}, successors)
+        self.sessions.give(session, [(r.path, digest(r)) for r in shown])
         suspect = tuple(r.path for r in shown if suspect_of(r))
         team = tuple((r.path, team_mark(r)) for r in shown if r.team)
         decided = tuple((r.path, r.decided) for r in shown if r.decided)
@@ -136,6 +143,20 @@ class HookAnswers:
                     out.append((path, SUCCESSOR))
         return out
 
+    def _successors_in(self, root: str) -> Callable[[DocumentRecord], list[DocumentRecord]]:
+        """:meth:`AdrMarks.successors_for`, less the org records the project at ``root``
+        must not be given (its own copy wins: recall/org.py)."""
+        successors_for = self.marks.successors_for
+        if not root or not self.org.snapshot.rows:
+            return successors_for
+        keys = tuple(project_keys(root))
+        excluded = self.org.excluded(root, self._snapshot, keys, ranking=False)
+
+        def successors(record: DocumentRecord) -> list[DocumentRecord]:
+            return [s for s in successors_for(record) if s.path not in excluded]
+
+        return successors
+
     def _render(
         self,
         records: Sequence[DocumentRecord],
@@ -143,23 +164,23 @@ class HookAnswers:
         header: str,
         event: str,
         later: Mapping[str, str],
+        successors: Callable[[DocumentRecord], list[DocumentRecord]] | None = None,
     ) -> tuple[str | None, list[DocumentRecord]]:
         """:func:`render_records`; when some records do not fit, the last line says how
         many were left out (never a silent cut), in room kept free for it. ``later``: a
         decision commit's ``later changed by`` line, by record path (the file hook's)."""
         marks = self.marks
+        successors_for = successors or marks.successors_for
 
         def mark_for(record: DocumentRecord) -> str:
             return later.get(record.path) or marks.mark_for(record)
 
-        text, shown = render_records(records, cap, mark_for, marks.successors_for, event, header)
+        text, shown = render_records(records, cap, mark_for, successors_for, event, header)
         left = len({r.path for r in records} - {r.path for r in shown})
         if not left or text is None:
             return text, shown
         room = printed_bytes("\n" + LEFT_OUT.format(99), event) - printed_bytes("", event)
-        text, shown = render_records(
-            records, cap - room, mark_for, marks.successors_for, event, header
-        )
+        text, shown = render_records(records, cap - room, mark_for, successors_for, event, header)
         left = len({r.path for r in records} - {r.path for r in shown})
         return (f"{text}\n{LEFT_OUT.format(left)}" if text else None), shown
 
@@ -180,9 +201,9 @@ class HookAnswers:
         keys = tuple(project_keys(root))
         scopes = self.scopes
         # The code the file declares, read only when some record names code.
-        declared = (
-            defined_symbols(os.path.join(root, rel)) if scopes.names_symbols(keys) else frozenset()
-        )
+        org, org_keys = self.org.scopes, self.org.keys_for(root)
+        names = scopes.names_symbols(keys) or org.names_symbols(org_keys)
+        declared = defined_symbols(os.path.join(root, rel)) if names else frozenset()
         found = [*scopes.attached(keys, rel), *scopes.naming(keys, rel, declared)]
         loads_on = session_tools(self.sessions, session, transcript) if tool else frozenset()
         client = left_to_client(
@@ -195,6 +216,12 @@ class HookAnswers:
         )
         self.sessions.load(session, client.loading)
         found = client.give
+        if self.org.snapshot.rows:
+            # The org's after the project's own (recall/org.py); never left to Claude
+            # Code: its files are not on this machine.
+            excluded = self.org.excluded(root, self._snapshot, keys, ranking=False)
+            more = [*org.attached(org_keys, rel), *org.naming(org_keys, rel, declared)]
+            found += [s for s in more if s.record.path not in excluded]
         # A session's own log is never recalled into it (its deciding chat names files).
         own = scopes.logs_by_session.get(session) if session else None
         muted = self.muted.paths()
@@ -227,7 +254,7 @@ class HookAnswers:
         selection = Selection(
             hits, FILE_CAP_BYTES if hits else 0, 0.0, 0.0, "file" if hits else "no-scope"
         )
-        given = self._give(session, records, FILE_CAP_BYTES, HEADER, EVENT_FILE, later)
+        given = self._give(session, records, FILE_CAP_BYTES, HEADER, EVENT_FILE, later, root)
         # Rules left to Claude Code count as withheld: `why` lists them.
         given = given._replace(withheld=tuple(sorted({*given.withheld, *client.skipped})))
         return given.answer(
@@ -289,7 +316,9 @@ class HookAnswers:
             else:
                 live.append(record)
         rules = []
-        for s in self.scopes.always(keys):
+        # An org rule that says `scope: org` and applies always, after the project's own.
+        org_rules = self.org.scopes.always((ORG_KEY,)) if self.org.snapshot.rows else []
+        for s in [*self.scopes.always(keys), *org_rules]:
             if s.record.path in muted:
                 withheld.append((s.record.path, ALWAYS_RULE))
             else:

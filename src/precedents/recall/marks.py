@@ -17,6 +17,11 @@ followed by ``(muted)`` (``⚠️superseded → ADR-0011 (muted)``): the agent l
 that the decision changed, and nothing of the muted one's text. A muted chat that
 amended a record is not named at all (``⚠️amended DAY → a muted conversation``):
 its title is its content.
+
+An org record (recall/org.py) has no files here to build a graph from: an org ADR
+keeps the mark its repository's graph gave it when the org index was built, and
+its successors are the org records the build named (across repositories).
+Nothing else marks an org record (a chat of this machine amends the project's own).
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 from threading import Lock
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from precedents.adr_graph import build_graph
 from precedents.adr_graph.duplicates import duplicate_mark
@@ -34,6 +39,9 @@ from precedents.recall.amendments import AMENDED_MARK, Amendments
 from precedents.recall.mute import name_muted
 from precedents.secrets.mask import mask_secrets
 from precedents.store.rows import DocumentRecord
+
+if TYPE_CHECKING:
+    from precedents.recall.org import OrgRecords
 
 log = logging.getLogger("precedents.daemon")
 
@@ -54,6 +62,8 @@ class AdrMarks:
         self.duplicates: dict[str, list[str]] = {}
         # The paths the user muted now (Recall sets its MuteList's): never a successor.
         self.muted: Callable[[], frozenset[str]] = frozenset
+        # The organisation's records (Recall sets its own): org ADRs' successors.
+        self.org: OrgRecords | None = None
 
     def invalidate(self) -> None:
         """Forget every graph (the store changed: an ADR may have changed)."""
@@ -88,6 +98,8 @@ class AdrMarks:
         return [s.path for s in self._successors(record) if s.path in muted]
 
     def _successors(self, record: DocumentRecord) -> list[DocumentRecord]:
+        if record.org:
+            return self.org.successors(record) if self.org is not None else []
         if record.kind != "adr":
             return self.amendments.successors_for(record)
         replaced = [live for live, _ in self._adr_successors(record)]
@@ -123,6 +135,8 @@ class AdrMarks:
     def mark_for(self, record: DocumentRecord) -> str:
         """A record's mark: an ADR's SPEC §4 mark, else (a live ADR, a conversation, a
         note) ``⚠️amended DAY → TITLE`` when a later chat amended it; '' for none."""
+        if record.org:
+            return self.adr_mark(record)
         if record.kind != "adr":
             return self._amended_mark(record)
         return self.adr_mark(record) or self._amended_mark(record)
@@ -141,6 +155,13 @@ class AdrMarks:
         folder of its project claims its id."""
         if record.kind != "adr":
             return ""
+        if record.org:  # as its repository's graph gave it at build time
+            mark = record.org_mark
+            muted = self.muted()
+            if mark and muted and self.org is not None:
+                ends = [s for s in self.org.successors(record) if s.path in muted]
+                mark = name_muted(mark, [label_for(s.adr_id, 0) for s in ends])
+            return mark
         mark = self._graph_mark(record)
         if mark and self.muted():
             mark = self._muted_named(record, mark)

@@ -30,6 +30,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from precedents.errors import UsageError
+from precedents.org.snapshot import ORG_SCHEME
 
 FILE = "muted.json"
 
@@ -85,13 +86,19 @@ class MuteList:
 
     @staticmethod
     def target(path: str | Path) -> str:
-        """``path`` as the list holds it: absolute, as the indexer stores record paths."""
+        """``path`` as the list holds it: absolute, as the indexer stores record paths; an
+        org record's ``org://repository/path`` as it is (recall/org.py)."""
+        text = str(path)
+        if text.startswith(ORG_SCHEME[:-1]):  # a Path made of it keeps one slash
+            return ORG_SCHEME + text[len(ORG_SCHEME) - 1 :].lstrip("/")
         return str(Path(path).expanduser().absolute())
 
     def check(self, path: str | Path, *, undo: bool = False) -> None:
         """Refuse, as a :class:`UsageError`, a change that would change nothing real:
         muting a path that names no file, unmuting one that is neither listed nor a file."""
         target = self.target(path)
+        if target.startswith(ORG_SCHEME):
+            return  # an org record has no file here: `why` and `query` name it so
         where = Path(target)
         if undo:
             if target in self._read() or where.is_file():

@@ -82,6 +82,11 @@ class VectorSnapshot:
     # The word index of the documents, numbered in the order they first appear in meta.
     lexical: Lexical | None = None
     _subsets: dict[tuple[str, ...], _Subset] = field(default_factory=dict)
+    # Documents left out of every question, by the set of paths they were given as
+    # (rank_many's ``excluded``: the org records a project must not see, recall/org.py).
+    _masks: dict[tuple[tuple[str, ...], frozenset[str]], NDArray[np.int64]] = field(
+        default_factory=dict
+    )
     _rows_by_path: dict[str, list[int]] | None = None
     _lock: Lock = field(default_factory=Lock)
 
@@ -180,8 +185,11 @@ class VectorSnapshot:
             groups.get(self.meta[doc_rows[0]]["kind"], docs).append(d)
         row_arr = np.asarray(rows, dtype=np.int64)
         local = [k for k, r in enumerate(rows) if r in self.multilingual_vectors]
+        # Every row, in order (the org snapshot, a store of one project): the matrix
+        # itself, not a copy of it (30,000 org records are 44 MiB).
+        whole = len(rows) == len(self.meta) and bool((row_arr == np.arange(len(rows))).all())
         subset = _Subset(
-            matrix=np.ascontiguousarray(self.matrix[row_arr]),
+            matrix=self.matrix if whole else np.ascontiguousarray(self.matrix[row_arr]),
             rows=row_arr,
             starts=np.asarray(starts, dtype=np.int64),
             docs=np.asarray(docs, dtype=np.int64),
@@ -260,6 +268,7 @@ class VectorSnapshot:
         windows: Sequence[Window | None] | None = None,
         dates: float = 0.0,
         decided_ranks: int = 0,
+        excluded: frozenset[str] = frozenset(),
     ) -> list[list[DocumentHit]]:
         """:meth:`rank` for several query vectors (one row each) in one matrix product.
 
@@ -277,7 +286,8 @@ class VectorSnapshot:
         ``windows`` and ``dates``: per question, the days its date words name
         (:mod:`precedents.recall.when`); a conversation dated inside ranks
         ``dates`` higher (``Thresholds.conversation_dates``). Every hit's score
-        stays its exact cosine: only the order changes.
+        stays its exact cosine: only the order changes. ``excluded``: paths no
+        question ranks (their documents are found once per set of paths).
         """
         sub = self._subset(projects)
         if not len(sub.rows):
@@ -291,6 +301,8 @@ class VectorSnapshot:
         # Best chunk per document: documents' rows are contiguous, so one reduceat.
         best_all = np.maximum.reduceat(scores_all, sub.starts, axis=0)  # docs x queries
         allowed = set(kinds) if kinds else None
+        if excluded:
+            best_all[self._mask(projects, sub, excluded)] = -np.inf
         out = []
         for j in range(scores_all.shape[1]):
             scores, best = scores_all[:, j], best_all[:, j]
@@ -317,6 +329,23 @@ class VectorSnapshot:
             picks.sort(key=lambda p: -p[0])
             out.append([self._hit(sub, scores, d, k) for k, d in picks])
         return out
+
+    def _mask(
+        self, projects: Sequence[str], sub: _Subset, paths: frozenset[str]
+    ) -> NDArray[np.int64]:
+        """The documents of ``sub`` at ``paths`` (kept for the last few sets asked)."""
+        key = (tuple(sorted(set(projects))), paths)
+        with self._lock:
+            found = self._masks.get(key)
+        if found is not None:
+            return found
+        of = sub.doc_of_path
+        found = np.asarray([of[p] for p in paths if p in of], dtype=np.int64)
+        with self._lock:
+            if len(self._masks) >= 16:
+                self._masks.clear()
+            self._masks[key] = found
+        return found
 
     def _with_words(
         self, sub: _Subset, best: NDArray[np.float32], text: str, weight: float
@@ -392,6 +421,29 @@ def search(
     ranks = max(k, DOC_RANKS)
     return snapshot.rank(vector, keys, kinds, ranks, max(k, CONVERSATION_RANKS))[:k]
 
+
+def merged(
+    first: list[DocumentHit], second: list[DocumentHit], doc_ranks: int = DOC_RANKS
+) -> list[DocumentHit]:
+    """Two rankings of one question (the project's records, the org's: recall/org.py) as
+    one, in the order each was ranked by, with at most ``doc_ranks`` notes, rules and
+    ADRs (what one ranking gives: the selection's gap is read on those ranks)."""
+    if not second:
+        return first
+    if not first:
+        return second
+    out: list[DocumentHit] = []
+    docs = 0
+    for hit in sorted([*first, *second], key=lambda h: -h.rank_key):
+        if hit.record.kind not in _GROUPED:
+            docs += 1
+            if docs > doc_ranks:
+                continue
+        out.append(hit)
+    return out
+
+
+_GROUPED = ("conversation", "commit")  # ranked in groups of their own (rank_many)
 
 EMPTY = VectorSnapshot(version=None, meta=[], matrix=np.zeros((0, 0), dtype=np.float32))
 

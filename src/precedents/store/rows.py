@@ -15,7 +15,9 @@ from precedents.errors import StoreError
 from precedents.kinds import Kind, is_kind
 
 
-@dataclass(frozen=True)
+# Slots: the daemon holds one per scoped record (recall/files.py), 30,000 and more with
+# an org index (recall/org.py): 0.7 KiB each with a __dict__, 0.2 KiB without.
+@dataclass(frozen=True, slots=True)
 class DocumentRecord:
     """What is known about one indexed document, the same on each of its chunks."""
 
@@ -36,6 +38,15 @@ class DocumentRecord:
     # day D: "D#N", "D#N#amends" when that exchange revises an earlier rule
     # (ingest/decisions.py, issue #27); "" when it has none.
     decided: str = ""
+    # An org record's (recall/org.py): its repository's name, and an ADR's mark as the
+    # org build stored it from its repository's graph ('' live). "" for a local record.
+    repo: str = ""
+    org_mark: str = ""
+
+    @property
+    def org(self) -> bool:
+        """Whether this record came from the organisation's index (marked ``(org, repo)``)."""
+        return self.origin == "org"
 
     @property
     def team(self) -> bool:
@@ -81,6 +92,8 @@ class DocumentRecord:
             origin=row.get("origin") or "",
             author=row.get("author") or "",
             decided=row.get("decided") or "",
+            repo=row.get("repo") or "",
+            org_mark=row.get("mark") or "",
         )
 
 

@@ -1,0 +1,257 @@
+"""The prompt hook with 30,000 org records loaded (issue #30): beside a stub, and without them.
+
+The org index: ``--repos`` repositories x ``--per-repo`` records (default 500 x 60
+= 30,000), each record one chunk. Their texts are the real ADR and rule fixtures
+(tests/fixtures/adr-wild, tests/fixtures/rules-wild), ``--real`` of them embedded
+with the bundled model (real vectors); every repository takes its records from
+those, each vector with a little noise and normalised again (a repository's ADR
+is not a copy of another's; embedding 30,000 texts would take this 2-core VM
+most of an hour and measure the embedder, not recall). Kinds as an organisation
+has them: ADRs (a fifth superseded, marked, its successor named), rules (a third
+``scope: org``, a third with globs), team notes that name a path. It is written
+as the real org table (Lance, :func:`precedents.org.table.org_schema`) and exported
+with :func:`precedents.org.snapshot.export_org` into the state's org folder.
+
+The project: the dev notes plus filler up to ``--chunks`` (bench/hook.py's index).
+Measured, in one run: the stub hook (``python -I -S -c pass``, the floor any hook
+pays) alternated with the prompt hook, first with the daemon serving no org
+records, then a daemon serving the 30,000 (a fresh daemon each: the figures are of
+a daemon that loaded them at start); the daemon's VmRSS after the hooks; the
+snapshot file's size, and what the word index would have added to it.
+
+    .venv/bin/python bench/org_hook.py [--repos 500] [--per-repo 60] [--runs 60]
+                                       [--chunks 10000] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+HERE = Path(__file__).resolve().parent
+FIXTURES = HERE.parent / "tests" / "fixtures"
+
+
+def _bench(name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", HERE / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+hook = _bench("hook")
+
+
+def fixture_texts(limit: int) -> list[tuple[str, str, str]]:
+    """(kind, title, text) of the real ADR and rule fixtures, ADRs and rules alternating."""
+    adrs = sorted((FIXTURES / "adr-wild").rglob("*.md"))
+    rules = sorted(p for p in (FIXTURES / "rules-wild").rglob("*") if p.is_file())
+    out: list[tuple[str, str, str]] = []
+    for adr, rule in zip(adrs, rules, strict=False):
+        for kind, path in (("adr", adr), ("rule", rule)):
+            text = path.read_text(encoding="utf-8", errors="replace")[:2000]
+            title = next((ln.strip("# ").strip() for ln in text.splitlines() if ln.strip()), "")
+            out.append((kind, title[:120] or path.stem, text))
+            if len(out) >= limit:
+                return out
+    return out
+
+
+def org_rows(repos: int, per_repo: int, real: int, embedder: Any) -> list[dict[str, Any]]:
+    """The org table's rows: see the module docstring."""
+    texts = fixture_texts(real)
+    base = np.asarray(embedder.encode_passages([t for _, _, t in texts]), dtype=np.float32)
+    rng = np.random.default_rng(30)
+    rows: list[dict[str, Any]] = []
+    for r in range(repos):
+        repo = f"service-{r:03d}"
+        for i in range(per_repo):
+            k = (r * 7 + i) % len(texts)
+            kind, title, text = texts[k]
+            if i % 10 == 9:
+                kind = "note"
+            vec = base[k] + rng.standard_normal(base.shape[1]).astype(np.float32) * 0.02
+            vec /= np.linalg.norm(vec)
+            scope, mark, later, adr_id = "", "", "[]", ""
+            rel = f"docs/adr/{i:04d}-{k}.md"
+            if kind == "adr":
+                adr_id = f"{i:04d}"
+                if i % 5 == 0 and i + 1 < per_repo:
+                    mark = f"⚠️superseded → ADR-{i + 1:04d}"
+                    later = json.dumps([f"docs/adr/{i + 1:04d}-{(r * 7 + i + 1) % len(texts)}.md"])
+                scope = json.dumps({"mentions": [f"src/{repo}/handler.py"], "component": repo})
+            elif kind == "rule":
+                rel = f".cursor/rules/rule-{i:04d}.mdc"
+                third = i % 3
+                scope = json.dumps(
+                    {
+                        "format": "cursor",
+                        "mode": "requested",
+                        **({"org": True} if third == 0 else {}),
+                    }
+                    if third != 2
+                    else {"format": "cursor", "mode": "files", "globs": [f"src/{repo}/**/*.py"]}
+                )
+            else:
+                rel = f".precedents/notes/note-{i:04d}.md"
+                scope = json.dumps({"mentions": [f"src/{repo}/config.py"]})
+            rows.append(
+                {
+                    "chunk_id": f"{repo}/{rel}#0",
+                    "doc_id": rel,
+                    "kind": kind,
+                    "project": repo,
+                    "path": rel,
+                    "name": title,
+                    "description": text[:300],
+                    "date": "2024-01-01",
+                    "adr_id": adr_id,
+                    "chunk_index": 0,
+                    "text": text,
+                    "vector": vec.tolist(),
+                    "scope": scope,
+                    "source_hash": f"{r:04d}{i:04d}{k:056d}",
+                    "origin": "org",
+                    "author": "",
+                    "decided": "",
+                    "mark": mark,
+                    "successors": later,
+                    "url": f"https://git.example.com/acme/{repo}.git",
+                }
+            )
+    return rows
+
+
+def word_index_bytes(rows: list[dict[str, Any]]) -> int:
+    """What the word index of ``rows`` takes in a snapshot file (export_org leaves it out)."""
+    from precedents.store.lexical import Postings, document_texts
+
+    _, documents = document_texts([r["path"] for r in rows], [r["text"] for r in rows])
+    buf = io.BytesIO()
+    np.savez(buf, **dict(Postings.build(documents).to_arrays()))
+    return len(buf.getvalue())
+
+
+def build_org(home: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """Write the org table and its snapshot into ``home``'s org folder; what it took."""
+    from tests.org_fixture import write_table
+
+    from precedents.config import load_settings
+    from precedents.models.embedding import load_embedder
+    from precedents.org.snapshot import ORG_SNAPSHOT, export_org
+
+    os.environ["PRECEDENTS_HOME"] = str(home)
+    settings = load_settings(discover_claude=False)
+    embedder = load_embedder(settings.model_spec())
+    started = time.perf_counter()
+    rows = org_rows(args.repos, args.per_repo, args.real, embedder)
+    made = time.perf_counter() - started
+    table = home / "org-table" / "chunks.lance"
+    version = write_table(rows, table, embedder.dimension)
+    out = settings.org_dir / ORG_SNAPSHOT
+    started = time.perf_counter()
+    export_org(table, version, out, model=embedder.model_id, dimension=embedder.dimension)
+    return {
+        "org_records": len(rows),
+        "rows_made_s": round(made, 1),
+        "export_s": round(time.perf_counter() - started, 1),
+        "snapshot_mib": round(out.stat().st_size / 2**20, 1),
+        "word_index_would_add_mib": round(word_index_bytes(rows) / 2**20, 1),
+    }
+
+
+def measure(home: Path, runs: int, env: dict[str, str]) -> dict[str, Any]:
+    """A fresh daemon on ``home``: stub and prompt hook alternated, then its memory."""
+    rss = _bench("daemon_rss")
+    daemon = hook.start_daemon(home)
+    try:
+        started = time.perf_counter()
+        hook.wait_ready(home)
+        ready = time.perf_counter() - started
+        time.sleep(2.0)  # the refresh thread's first passes (the org snapshot's load)
+        texts = hook.questions()
+        stdins = [
+            json.dumps(
+                {
+                    "prompt": texts[i % len(texts)],
+                    "cwd": hook.PROJECT,
+                    "hook_event_name": "UserPromptSubmit",
+                    "session_id": f"org-bench-{i}",
+                }
+            ).encode()
+            for i in range(runs + 5)
+        ]
+        for s in stdins[:5]:
+            hook.hook_once(s.replace(b'"org-bench-', b'"warm-'), env)
+        stub: list[float] = []
+        prompt: list[float] = []
+        org_lines = 0
+        for i in range(runs):
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-I", "-S", "-c", "pass"], env=env, check=True)
+            stub.append(time.perf_counter() - t)
+            took, out = hook.hook_once(stdins[5 + i], env)
+            prompt.append(took)
+            org_lines += out.count(b"(org, ")
+        memory = rss.proc_memory(daemon.pid)
+    finally:
+        daemon.terminate()
+        daemon.wait(30)
+    p50 = hook.stats(prompt)["p50"] - hook.stats(stub)["p50"]
+    return {
+        "ready_s": round(ready, 1),
+        "stub_ms": hook.stats(stub),
+        "prompt_hook_ms": hook.stats(prompt),
+        "p50_above_stub_ms": round(p50, 1),
+        "org_lines_injected": org_lines,
+        "daemon_mib": memory,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repos", type=int, default=500)
+    parser.add_argument("--per-repo", type=int, default=60)
+    parser.add_argument("--real", type=int, default=400, help="fixture texts embedded")
+    parser.add_argument("--chunks", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=60)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    if not (hook.EVAL / "dev" / "notes").is_dir():
+        print(f"skipped: {hook.EVAL / 'dev' / 'notes'} is missing")
+        return 0
+    sys.path.insert(0, str(HERE.parent))
+    home = Path(tempfile.mkdtemp(prefix="precedents-bench-org-"))
+    print(f"building a {args.chunks}-chunk project index in {home} ...", flush=True)
+    chunks = hook.build_index(home, args.chunks)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PRECEDENTS_")}
+    env["PRECEDENTS_HOME"] = str(home)
+    result: dict[str, Any] = {"cpus": os.cpu_count(), "project_chunks": chunks}
+    result["without_org"] = measure(home, args.runs, env)
+    print("building the org index ...", flush=True)
+    result["org"] = build_org(home, args)
+    result["with_org"] = measure(home, args.runs, env)
+    result["load_avg_1m_end"] = round(os.getloadavg()[0], 2)
+    print(json.dumps(result, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,317 @@
+"""The organisation's records in every channel (issue #30): the pulled org snapshot.
+
+The org pull writes ``<state>/org/snapshot.npz`` (:func:`precedents.org.snapshot.export_org`):
+every chunk of the served version of the org table, each row's ``path``
+``org://<repository>/<path>``, its repository in ``repo``, an ADR's ``mark`` and
+``successors`` as the org build read them from its repository's ADR graph.
+
+:class:`OrgRecords` holds it beside the project's own vectors:
+
+* loaded (again when the file's identity changes: the pull replaces it
+  atomically) by :meth:`OrgRecords.refresh`, which the daemon calls on its
+  refresh thread, never on a hook's path; its own matrix under the project key
+  :data:`ORG_KEY`, ranked by the one ranking code
+  (:meth:`~precedents.recall.vectors.VectorSnapshot.rank_many`) and merged with
+  the project's hits (:func:`~precedents.recall.vectors.merged`), so the hook,
+  `query`, eval and MCP order org records alike;
+* rules keep their scope: a rule of repository X ranks and attaches only in a
+  project that is X, unless its front matter says ``scope: org``
+  (:attr:`precedents.rules.scope.Scope.org`); an org rule a message does not rank
+  by itself (one scoped to files, one loaded always) never ranks for a message:
+  the file hook gives it for a file in its scope, SessionStart lists an always
+  one (working out per message which org rules a message names cost 14 ms at
+  30,000 records);
+* an ADR or a note that names a path, a component or code is in
+  :attr:`OrgRecords.scopes`, matched by the file hook like the project's own;
+* the project's own copy wins: an org record of the project's repository (its
+  name, or its ``origin`` remote's URL) whose path the project has indexed, or
+  any org record whose content hash a record of the project has, is left out
+  (:meth:`OrgRecords.excluded`): no line twice.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import sys
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from threading import Lock
+from typing import Any, Final
+
+from precedents.ingest.background import release_memory
+from precedents.org.snapshot import ORG_SCHEME, ORG_SNAPSHOT, org_path
+from precedents.recall.files import FileScopes
+from precedents.recall.source import Model
+from precedents.recall.vectors import EMPTY, VectorSnapshot
+from precedents.rules.scope import Scope
+from precedents.store import snapshot_file
+from precedents.store.rows import DocumentRecord
+from precedents.store.snapshot_file import SnapshotFileError
+
+log = logging.getLogger("precedents.daemon")
+
+# The project key of every org row in the daemon; a rule scoped to its own repository
+# is filed in the file scopes under ORG_KEY:<repository> instead.
+ORG_KEY: Final = "*org*"
+# Projects whose "which org records are theirs" is remembered (a daemon serves a few).
+MAX_PROJECTS = 64
+_REMOTE = re.compile(r'^\s*\[remote\s+"origin"\]\s*$')
+_URL = re.compile(r"^\s*url\s*=\s*(\S+)\s*$")
+
+
+def repo_key(url: str) -> str:
+    """A repository URL or path as two spellings of it compare: no scheme, user, ``.git``
+    or trailing slash, ``host:owner/name`` as ``host/owner/name``, lower case."""
+    text = url.strip().rstrip("/").removesuffix(".git").lower()
+    text = re.sub(r"^[a-z+]+://", "", text)
+    text = re.sub(r"^[^@/]+@", "", text)
+    return re.sub(r"^([^/:]+):(?!/)", r"\1/", text)
+
+
+def origin_url(root: str) -> str:
+    """The ``origin`` remote's URL in ``root``'s ``.git/config`` ('' when none): read as
+    text, no git process (the hook's path may ask)."""
+    try:
+        with open(os.path.join(root, ".git", "config"), encoding="utf-8") as handle:
+            lines = handle.read(65536).splitlines()
+    except (OSError, UnicodeDecodeError):
+        return ""
+    inside = False
+    for line in lines:
+        if line.lstrip().startswith("["):
+            inside = bool(_REMOTE.match(line))
+        elif inside and (m := _URL.match(line)):
+            return m.group(1)
+    return ""
+
+
+# Row values repeated on many rows (a repository's name, a kind, a date): one string
+# object each, not one per row as JSON parses them (30,000 rows: ~15 MiB).
+_SHARED = ("kind", "repo", "date", "author", "decided", "mark", "adr_id", "scope")
+
+
+def _lean(row: dict[str, Any]) -> None:
+    """``row`` as the daemon keeps it: its project key, its origin, its document id the
+    path itself, its repeated values shared."""
+    row["project"] = ORG_KEY
+    row["origin"] = "org"
+    row["doc_id"] = row["path"]
+    for key in ("author", "decided"):  # a team note's, a chat's: never an org record's
+        if not row.get(key):
+            row.pop(key, None)
+    for key in _SHARED:
+        value = row.get(key)
+        if isinstance(value, str) and len(value) < 200:
+            row[key] = sys.intern(value)
+
+
+class OrgRecords:
+    """The org snapshot in memory: vectors, scoped records, and which are a project's own."""
+
+    def __init__(self, folder: Path) -> None:
+        """``folder``: ``Settings.org_dir``, where the pull writes the snapshot file."""
+        self.file = folder / ORG_SNAPSHOT
+        self.snapshot: VectorSnapshot = EMPTY
+        self.scopes = FileScopes(())
+        self.problem = ""  # why the last file could not be served ('' when it was)
+        self._stamp: tuple[int, int, int] | None = None
+        self._first: dict[str, dict[str, Any]] = {}  # each document's first row, by path
+        self._successors: dict[str, str] = {}  # an ADR's successors as stored (JSON), by path
+        self._urls: dict[str, str] = {}  # repository -> repo_key of its source
+        self._by_hash: dict[str, list[str]] = {}  # content hash -> org paths
+        self._plain_rules: dict[str, frozenset[str]] = {}  # repository -> its own rules
+        self._all_plain: frozenset[str] = frozenset()
+        self._unranked: frozenset[str] = frozenset()  # rules a message never ranks
+        self._own: dict[str, tuple[frozenset[str], frozenset[str]]] = {}  # root -> repos, rules
+        self._excluded: dict[str, tuple[Any, Any, frozenset[str], frozenset[str]]] = {}
+        self._lock = Lock()
+
+    @property
+    def version(self) -> Any:
+        """The served org version's fingerprint (None before one is loaded)."""
+        return self.snapshot.version
+
+    def refresh(self, model: Model) -> bool:
+        """Load the snapshot file when it changed (the pull replaced it); True when a
+        new one is served. A file of another model or a torn one is not served (the
+        previous one keeps serving) and says why in :attr:`problem`."""
+        try:
+            st = os.stat(self.file)
+        except OSError:
+            if self._stamp is not None and self.snapshot.rows:
+                return False  # gone (a pull rewriting it, `org` switched off): keep serving
+            return False
+        stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+        if stamp == self._stamp:
+            return False
+        self._stamp = stamp
+        try:
+            exported = snapshot_file.read(self.file)
+        except SnapshotFileError as exc:
+            self.problem = f"the org snapshot could not be read: {exc}"
+            log.warning("%s", self.problem)
+            return False
+        if (exported.model, exported.dimension) != tuple(model):
+            self.problem = (
+                f"the org index was built with {exported.model} ({exported.dimension}d), "
+                f"not {model.id}: its records are not served"
+            )
+            log.warning("%s", self.problem)
+            return False
+        self._install(exported.fingerprint, exported.meta, exported.matrix)
+        log.info("org index loaded: %d chunks (%s)", self.snapshot.rows, exported.fingerprint)
+        return True
+
+    def _install(self, version: str, meta: list[dict[str, Any]], matrix: Any) -> None:
+        first: dict[str, dict[str, Any]] = {}
+        urls: dict[str, str] = {}
+        successors: dict[str, str] = {}
+        for row in meta:
+            _lean(row)
+            if first.setdefault(row["path"], row) is row:
+                url, later = row.pop("url", ""), row.pop("successors", "")
+                urls.setdefault(row["repo"], repo_key(str(url or "")))
+                if later and later != "[]":
+                    successors[row["path"]] = str(later)
+            else:
+                row.pop("url", None)
+                row.pop("successors", None)
+        by_hash: dict[str, list[str]] = {}
+        plain: dict[str, set[str]] = {}
+        unranked: set[str] = set()
+        for path, row in first.items():
+            repo = str(row.get("repo") or "")
+            digest = str(row.get("source_hash") or "")
+            if digest:
+                by_hash.setdefault(digest, []).append(path)
+            if row["kind"] == "rule":
+                scope = Scope.from_json(row.get("scope"))
+                if not scope.ranked:
+                    unranked.add(path)
+                if not scope.org:
+                    plain.setdefault(repo, set()).add(path)
+        snapshot = VectorSnapshot.from_parts(version, meta, matrix, [], EMPTY.matrix)
+        scopes = FileScopes(self._scope_rows(first.values()))
+        scopes.compile(self.scopes)  # off the hooks' path: the previous scopes serve till now
+        for row in meta:  # the scopes hold it parsed; nothing reads a hit's stored scope
+            row.pop("scope", None)
+        snapshot.warm((ORG_KEY,))
+        with self._lock:
+            self.snapshot, self.scopes, self._first = snapshot, scopes, first
+            self._successors = successors
+            self._urls, self._by_hash = urls, by_hash
+            self._plain_rules = {r: frozenset(p) for r, p in plain.items()}
+            self._all_plain = frozenset(p for paths in plain.values() for p in paths)
+            self._unranked = frozenset(unranked)
+            self._own.clear()
+            self._excluded.clear()
+        self.problem = ""
+        release_memory()  # the file's header, parsed and dropped: ~25 MiB at 30,000 records
+
+    @staticmethod
+    def _scope_rows(rows: Any) -> Iterator[Mapping[str, Any]]:
+        """The documents as the file scopes file them: a rule of its repository alone
+        under ``ORG_KEY:<repository>``, every other record under ``ORG_KEY``."""
+        for row in rows:
+            if row["kind"] == "rule" and not Scope.from_json(row.get("scope")).org:
+                yield {**row, "project": f"{ORG_KEY}:{row.get('repo') or ''}"}
+            else:
+                yield row
+
+    # -- a project's view --------------------------------------------------------
+
+    def _own_of(self, root: str) -> tuple[frozenset[str], frozenset[str]]:
+        """The repositories that are the project at ``root`` (by name or by its origin
+        remote's URL) and the plain rules of those."""
+        with self._lock:
+            cached = self._own.get(root)
+        if cached is not None:
+            return cached
+        names = {os.path.basename(root.rstrip("/"))}
+        remote = origin_url(root)
+        if remote:
+            key = repo_key(remote)
+            names.add(key.rsplit("/", 1)[-1])
+            names.update(r for r, u in self._urls.items() if u and u == key)
+        repos = frozenset(r for r in names if r in self._urls)
+        rules = frozenset(p for r in repos for p in self._plain_rules.get(r, ()))
+        with self._lock:
+            if len(self._own) >= MAX_PROJECTS:
+                self._own.clear()
+            self._own[root] = (repos, rules)
+        return repos, rules
+
+    def keys_for(self, root: str) -> tuple[str, ...]:
+        """The file scopes' keys of the org records that may apply in ``root``."""
+        repos, _ = self._own_of(root)
+        return (ORG_KEY, *(f"{ORG_KEY}:{r}" for r in sorted(repos)))
+
+    def excluded(
+        self, root: str, local: VectorSnapshot, keys: tuple[str, ...], *, ranking: bool = True
+    ) -> frozenset[str]:
+        """The org records the project at ``root`` must never be given: the rules of
+        other repositories (without ``scope: org``), and the org copies of what the
+        project holds itself (``local``, its rows under ``keys``); with ``ranking``,
+        also the org rules no message ranks by itself (the file hook gives those).
+        Remembered per project until either snapshot changes; the same object each
+        time (the ranking keeps its documents' mask by it)."""
+        if not self.snapshot.rows:
+            return frozenset()
+        with self._lock:
+            cached = self._excluded.get(root)
+        if cached is not None and cached[:2] == (local.version, self.version):
+            return cached[3] if ranking else cached[2]
+        repos, own_rules = self._own_of(root)
+        wanted = set(keys)
+        copies: set[str] = set()
+        prefix = root.rstrip("/") + "/"
+        for row in local.meta:
+            if row["project"] not in wanted or row.get("chunk_index"):
+                continue
+            copies.update(self._by_hash.get(str(row.get("source_hash") or ""), ()))
+            path = str(row["path"])
+            if repos and path.startswith(prefix):
+                rel = path[len(prefix) :]
+                copies.update(p for r in repos if (p := org_path(r, rel)) in self._first)
+        out = frozenset((self._all_plain - own_rules) | copies)
+        ranked = out | self._unranked
+        with self._lock:
+            if len(self._excluded) >= MAX_PROJECTS:
+                self._excluded.clear()
+            self._excluded[root] = (local.version, self.version, out, ranked)
+        return ranked if ranking else out
+
+    # -- records -----------------------------------------------------------------
+
+    def record(self, path: str) -> DocumentRecord | None:
+        """The org record at ``path`` (``org://…``), None when the snapshot has none."""
+        row = self._first.get(path)
+        return DocumentRecord.from_row(row) if row is not None else None
+
+    def digest(self, path: str) -> str:
+        """The content hash ``path`` was built at ('' when unknown)."""
+        row = self._first.get(path)
+        return str(row.get("source_hash") or "") if row is not None else ""
+
+    def successors(self, record: DocumentRecord) -> list[DocumentRecord]:
+        """The ADRs that replaced an org ADR, across repositories, as the org build
+        stored them (a path in its own repository, or an ``org://`` path)."""
+        stored = self._successors.get(record.path)
+        if stored is None or record.kind != "adr":
+            return []
+        try:
+            named = json.loads(stored)
+        except ValueError:
+            return []
+        out = []
+        for item in named if isinstance(named, list) else ():
+            if not isinstance(item, str) or not item:
+                continue
+            path = item if item.startswith(ORG_SCHEME) else org_path(record.repo, item)
+            found = self.record(path)
+            if found is not None:
+                out.append(found)
+        return out
