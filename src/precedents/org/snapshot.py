@@ -13,7 +13,7 @@ path on this machine; ``repo`` keeps the repository's name. No multilingual
 vectors: the org build embeds with the profile's model alone. No word index
 either: recall weighs words only for conversations, which the org index never
 holds (it would add 10.8 MiB to the 70 MiB file of 30,000 records,
-docs/org-recall.md).
+docs/org.md).
 
 The daemon imports this module for its names alone (:mod:`precedents.recall.org`):
 pyarrow and Lance are imported by :func:`export_org`, in the child.
