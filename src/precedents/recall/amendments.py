@@ -26,7 +26,7 @@ memory: no model, no store, a matrix product per project.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -122,7 +122,7 @@ class Amendments:
         return [found.by] if found is not None else []
 
 
-def _passage(meta: dict[str, object], row: int) -> _Passage | None:
+def _passage(meta: Mapping[str, object], row: int) -> _Passage | None:
     """A record's decision (a chat's deciding exchange, a note's or ADR's first chunk)."""
     if meta.get("chunk_index") != 0:
         return None

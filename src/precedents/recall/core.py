@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
@@ -163,7 +163,7 @@ class Recall(HookAnswers):
         warm_local_names({str(r["project"]) for r in snapshot.meta if r.get("origin") == TEAM})
         self._warm_multilingual()
 
-    def _scope_rows(self, snapshot: VectorSnapshot) -> list[dict[str, Any]]:
+    def _scope_rows(self, snapshot: VectorSnapshot) -> Sequence[Mapping[str, Any]]:
         """The rows scopes are built from: the snapshot's, then the provisional rules (a
         path the snapshot holds keeps its stored row: FileScopes keeps the first)."""
         extra = self.provisional.rows()

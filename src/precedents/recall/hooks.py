@@ -302,7 +302,7 @@ class HookAnswers:
         keys = tuple(project_keys(root))
         muted = self.muted.paths()
         withheld: list[Withheld] = []
-        seen: dict[str, dict[str, Any]] = {}
+        seen: dict[str, Mapping[str, Any]] = {}
         for m in self._snapshot.meta:
             if m["kind"] == "adr" and m["project"] == root:
                 seen.setdefault(m["path"], m)

@@ -18,7 +18,7 @@ never order the same question differently.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from threading import Lock
 from typing import TYPE_CHECKING, Any
@@ -75,7 +75,9 @@ class VectorSnapshot:
     """Every chunk of the store at one table version, as a matrix plus metadata."""
 
     version: Any
-    meta: list[dict[str, Any]]
+    # The chunk rows: dicts as the store gives them, or (the org's, recall/org.py) rows
+    # read on demand from columns.
+    meta: Sequence[Mapping[str, Any]]
     matrix: NDArray[np.float32]
     # Multilingual vectors of the chunks not in English (store/multilingual.py), by row.
     multilingual_vectors: dict[int, NDArray[np.float32]] = field(default_factory=dict)
@@ -107,7 +109,7 @@ class VectorSnapshot:
     def from_parts(
         cls,
         version: Any,
-        meta: list[dict[str, Any]],
+        meta: Sequence[Mapping[str, Any]],
         matrix: NDArray[np.float32],
         multilingual_ids: Sequence[str],
         multilingual_vectors: NDArray[np.float32],
@@ -448,7 +450,7 @@ _GROUPED = ("conversation", "commit")  # ranked in groups of their own (rank_man
 EMPTY = VectorSnapshot(version=None, meta=[], matrix=np.zeros((0, 0), dtype=np.float32))
 
 
-def _ordinal(meta: dict[str, Any]) -> int:
+def _ordinal(meta: Mapping[str, Any]) -> int:
     day = day_of(str(meta.get("date") or ""))
     return -1 if day is None else day.toordinal()
 
