@@ -14,7 +14,7 @@ and a rule not compiled yet is matched by no hook.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import zip_longest
 from typing import Any
@@ -69,8 +69,14 @@ def _inside(full: str, root: str) -> str | None:
 class FileScopes:
     """The scoped records of one snapshot, by project key."""
 
-    def __init__(self, meta: Iterable[Mapping[str, Any]]) -> None:
-        """``meta``: the snapshot's chunk rows; each document counts once."""
+    def __init__(
+        self,
+        meta: Iterable[Mapping[str, Any]],
+        parse: Callable[[str | None], Scope] = Scope.from_json,
+    ) -> None:
+        """``meta``: the snapshot's chunk rows; each document counts once. ``parse``: how a
+        stored scope is read (the org's shares one :class:`Scope` per identical scope,
+        recall/org.py)."""
         self.digests: dict[str, str] = {}
         # Conversation logs by file stem, which Claude Code makes the session id.
         self.logs_by_session: dict[str, str] = {}
@@ -99,7 +105,7 @@ class FileScopes:
             elif row["kind"] == "commit":
                 self.commits[path] = DocumentRecord.from_row(row)
                 continue  # its scope names files as they were named when it was indexed
-            scope = Scope.from_json(row.get("scope"))
+            scope = parse(row.get("scope"))
             if scope == Scope():
                 continue
             scoped = Scoped(DocumentRecord.from_row(row), scope, self.digests[path])

@@ -35,15 +35,16 @@ import json
 import logging
 import os
 import re
-import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from threading import Lock
-from typing import Any, Final
+from typing import Any
 
 from precedents.ingest.background import release_memory
 from precedents.org.snapshot import ORG_SCHEME, ORG_SNAPSHOT, org_path
-from precedents.recall.files import FileScopes
+from precedents.recall.files import FileScopes, Scoped
+from precedents.recall.org_columns import ORG_KEY, Documents, OrgSnapshot, Packed, Rows
 from precedents.recall.source import Model
 from precedents.recall.vectors import EMPTY, VectorSnapshot
 from precedents.rules.scope import Scope
@@ -53,9 +54,8 @@ from precedents.store.snapshot_file import SnapshotFileError
 
 log = logging.getLogger("precedents.daemon")
 
-# The project key of every org row in the daemon; a rule scoped to its own repository
-# is filed in the file scopes under ORG_KEY:<repository> instead.
-ORG_KEY: Final = "*org*"
+__all__ = ["ORG_KEY", "OrgRecords", "origin_url", "repo_key"]
+
 # Projects whose "which org records are theirs" is remembered (a daemon serves a few).
 MAX_PROJECTS = 64
 _REMOTE = re.compile(r'^\s*\[remote\s+"origin"\]\s*$')
@@ -88,24 +88,59 @@ def origin_url(root: str) -> str:
     return ""
 
 
-# Row values repeated on many rows (a repository's name, a kind, a date): one string
-# object each, not one per row as JSON parses them (30,000 rows: ~15 MiB).
-_SHARED = ("kind", "repo", "date", "author", "decided", "mark", "adr_id", "scope")
+def _scope_parser() -> Callable[[str | None], Scope]:
+    """:meth:`Scope.from_json` with one :class:`Scope` per identical stored scope (an
+    organisation's rules repeat their globs; each Scope is ~230 bytes)."""
+    seen: dict[str, Scope] = {}
+
+    def parse(text: str | None) -> Scope:
+        key = text or ""
+        found = seen.get(key)
+        if found is None:
+            found = seen[key] = Scope.from_json(key)
+        return found
+
+    return parse
 
 
-def _lean(row: dict[str, Any]) -> None:
-    """``row`` as the daemon keeps it: its project key, its origin, its document id the
-    path itself, its repeated values shared."""
-    row["project"] = ORG_KEY
-    row["origin"] = "org"
-    row["doc_id"] = row["path"]
-    for key in ("author", "decided"):  # a team note's, a chat's: never an org record's
-        if not row.get(key):
-            row.pop(key, None)
-    for key in _SHARED:
-        value = row.get(key)
-        if isinstance(value, str) and len(value) < 200:
-            row[key] = sys.intern(value)
+_EMPTY = Scope()
+
+
+class _OrgScopes(FileScopes):
+    """The org records' file scopes, filed without their names and descriptions (~13 MiB
+    at 30,000 records), which are read back when a record is given."""
+
+    def __init__(
+        self,
+        docs: Documents,
+        rows: Iterator[Mapping[str, Any]],
+        parse: Callable[[str | None], Scope],
+    ) -> None:
+        super().__init__(rows, parse)
+        self._docs = docs
+
+    def _whole(self, found: list[Scoped]) -> list[Scoped]:
+        docs, out = self._docs, []
+        for s in found:
+            d = docs.index[s.record.path]
+            name, description = docs.names[d], docs.descriptions[d]
+            record = replace(s.record, name=name, description=description)
+            out.append(Scoped(record, s.scope, docs.digest(d)))
+        return out
+
+    def attached(self, keys: Sequence[str], rel: str) -> list[Scoped]:
+        """:meth:`FileScopes.attached`, each record whole."""
+        return self._whole(super().attached(keys, rel))
+
+    def naming(
+        self, keys: Sequence[str], rel: str, declared: frozenset[str] = frozenset()
+    ) -> list[Scoped]:
+        """:meth:`FileScopes.naming`, each record whole."""
+        return self._whole(super().naming(keys, rel, declared))
+
+    def always(self, keys: Sequence[str]) -> list[Scoped]:
+        """:meth:`FileScopes.always`, each record whole."""
+        return self._whole(super().always(keys))
 
 
 class OrgRecords:
@@ -118,10 +153,9 @@ class OrgRecords:
         self.scopes = FileScopes(())
         self.problem = ""  # why the last file could not be served ('' when it was)
         self._stamp: tuple[int, int, int] | None = None
-        self._first: dict[str, dict[str, Any]] = {}  # each document's first row, by path
+        self._documents: Documents | None = None  # the served snapshot's, as columns
         self._successors: dict[str, str] = {}  # an ADR's successors as stored (JSON), by path
         self._urls: dict[str, str] = {}  # repository -> repo_key of its source
-        self._by_hash: dict[str, list[str]] = {}  # content hash -> org paths
         self._plain_rules: dict[str, frozenset[str]] = {}  # repository -> its own rules
         self._all_plain: frozenset[str] = frozenset()
         self._unranked: frozenset[str] = frozenset()  # rules a message never ranks
@@ -161,65 +195,83 @@ class OrgRecords:
             )
             log.warning("%s", self.problem)
             return False
-        self._install(exported.fingerprint, exported.meta, exported.matrix)
-        log.info("org index loaded: %d chunks (%s)", self.snapshot.rows, exported.fingerprint)
+        version, matrix = exported.fingerprint, exported.matrix
+        # The parsed rows go before anything that stays is made (org_columns.py).
+        packed = Packed(exported.meta)
+        del exported
+        release_memory()
+        self._install(version, packed, matrix)
+        log.info("org index loaded: %d chunks (%s)", self.snapshot.rows, version)
         return True
 
-    def _install(self, version: str, meta: list[dict[str, Any]], matrix: Any) -> None:
-        first: dict[str, dict[str, Any]] = {}
+    def _install(self, version: str, packed: Packed, matrix: Any) -> None:
+        docs = Documents(packed)
         urls: dict[str, str] = {}
-        successors: dict[str, str] = {}
-        for row in meta:
-            _lean(row)
-            if first.setdefault(row["path"], row) is row:
-                url, later = row.pop("url", ""), row.pop("successors", "")
-                urls.setdefault(row["repo"], repo_key(str(url or "")))
-                if later and later != "[]":
-                    successors[row["path"]] = str(later)
-            else:
-                row.pop("url", None)
-                row.pop("successors", None)
-        by_hash: dict[str, list[str]] = {}
+        for d, url in enumerate(packed.text["url"]):
+            if docs.repo[d] not in urls:
+                urls[docs.repo[d]] = repo_key(url)
+        successors = {
+            docs.paths[d]: later
+            for d, later in enumerate(packed.text["successors"])
+            if later and later != "[]"
+        }
+        parse = _scope_parser()
+        stored = [parse(text) for text in packed.text["scope"]]
         plain: dict[str, set[str]] = {}
         unranked: set[str] = set()
-        for path, row in first.items():
-            repo = str(row.get("repo") or "")
-            digest = str(row.get("source_hash") or "")
-            if digest:
-                by_hash.setdefault(digest, []).append(path)
-            if row["kind"] == "rule":
-                scope = Scope.from_json(row.get("scope"))
+        for d, scope in enumerate(stored):
+            if docs.kind[d] == "rule":
                 if not scope.ranked:
-                    unranked.add(path)
+                    unranked.add(docs.paths[d])
                 if not scope.org:
-                    plain.setdefault(repo, set()).add(path)
-        snapshot = VectorSnapshot.from_parts(version, meta, matrix, [], EMPTY.matrix)
-        scopes = FileScopes(self._scope_rows(first.values()))
+                    plain.setdefault(docs.repo[d], set()).add(docs.paths[d])
+        snapshot = OrgSnapshot(version=version, meta=Rows(docs), matrix=matrix, documents=docs)
+        scopes = _OrgScopes(docs, self._scope_rows(docs, packed, stored), parse)
         scopes.compile(self.scopes)  # off the hooks' path: the previous scopes serve till now
-        for row in meta:  # the scopes hold it parsed; nothing reads a hit's stored scope
-            row.pop("scope", None)
         snapshot.warm((ORG_KEY,))
         with self._lock:
-            self.snapshot, self.scopes, self._first = snapshot, scopes, first
+            self.snapshot, self.scopes, self._documents = snapshot, scopes, docs
             self._successors = successors
-            self._urls, self._by_hash = urls, by_hash
+            self._urls = urls
             self._plain_rules = {r: frozenset(p) for r, p in plain.items()}
             self._all_plain = frozenset(p for paths in plain.values() for p in paths)
             self._unranked = frozenset(unranked)
             self._own.clear()
             self._excluded.clear()
         self.problem = ""
-        release_memory()  # the file's header, parsed and dropped: ~25 MiB at 30,000 records
+        release_memory()  # what the load made and dropped (the packed text, the rows read)
 
     @staticmethod
-    def _scope_rows(rows: Any) -> Iterator[Mapping[str, Any]]:
+    def _scope_rows(
+        docs: Documents, packed: Packed, stored: Sequence[Any]
+    ) -> Iterator[Mapping[str, Any]]:
         """The documents as the file scopes file them: a rule of its repository alone
-        under ``ORG_KEY:<repository>``, every other record under ``ORG_KEY``."""
-        for row in rows:
-            if row["kind"] == "rule" and not Scope.from_json(row.get("scope")).org:
-                yield {**row, "project": f"{ORG_KEY}:{row.get('repo') or ''}"}
-            else:
-                yield row
+        under ``ORG_KEY:<repository>``, every other record under ``ORG_KEY``; no name or
+        description (:class:`_OrgScopes` reads those when it gives a record). One row at
+        a time: none of them stays."""
+        keys: dict[str, str] = {}
+        texts: dict[str, str] = {}
+        for d, text in enumerate(packed.text["scope"]):
+            scope = stored[d]
+            if scope == _EMPTY:
+                continue
+            repo = docs.repo[d]
+            project = ORG_KEY
+            if docs.kind[d] == "rule" and not scope.org:
+                project = keys.setdefault(repo, f"{ORG_KEY}:{repo}")
+            yield {
+                "path": docs.paths[d],
+                "kind": docs.kind[d],
+                "project": project,
+                "name": "",
+                "description": "",
+                "date": docs.date[d],
+                "adr_id": docs.adr_id[d],
+                "scope": texts.setdefault(text, text),
+                "origin": "org",
+                "repo": repo,
+                "mark": docs.mark[d],
+            }
 
     # -- a project's view --------------------------------------------------------
 
@@ -266,16 +318,20 @@ class OrgRecords:
             return cached[3] if ranking else cached[2]
         repos, own_rules = self._own_of(root)
         wanted = set(keys)
+        digests: list[str] = []
         copies: set[str] = set()
         prefix = root.rstrip("/") + "/"
+        index = self._documents.index if self._documents is not None else {}
         for row in local.meta:
             if row["project"] not in wanted or row.get("chunk_index"):
                 continue
-            copies.update(self._by_hash.get(str(row.get("source_hash") or ""), ()))
+            digests.append(str(row.get("source_hash") or ""))
             path = str(row["path"])
             if repos and path.startswith(prefix):
                 rel = path[len(prefix) :]
-                copies.update(p for r in repos if (p := org_path(r, rel)) in self._first)
+                copies.update(p for r in repos if (p := org_path(r, rel)) in index)
+        if self._documents is not None:
+            copies |= self._documents.with_digests(digests)
         out = frozenset((self._all_plain - own_rules) | copies)
         ranked = out | self._unranked
         with self._lock:
@@ -288,13 +344,15 @@ class OrgRecords:
 
     def record(self, path: str) -> DocumentRecord | None:
         """The org record at ``path`` (``org://…``), None when the snapshot has none."""
-        row = self._first.get(path)
-        return DocumentRecord.from_row(row) if row is not None else None
+        docs = self._documents
+        d = docs.index.get(path) if docs is not None else None
+        return docs.record(d) if docs is not None and d is not None else None
 
     def digest(self, path: str) -> str:
         """The content hash ``path`` was built at ('' when unknown)."""
-        row = self._first.get(path)
-        return str(row.get("source_hash") or "") if row is not None else ""
+        docs = self._documents
+        d = docs.index.get(path) if docs is not None else None
+        return docs.digest(d) if docs is not None and d is not None else ""
 
     def successors(self, record: DocumentRecord) -> list[DocumentRecord]:
         """The ADRs that replaced an org ADR, across repositories, as the org build
