@@ -17,10 +17,14 @@ Measured, in one run: the stub hook (``python -I -S -c pass``, the floor any hoo
 pays) alternated with the prompt hook, first with the daemon serving no org
 records, then a daemon serving the 30,000 (a fresh daemon each: the figures are of
 a daemon that loaded them at start); the daemon's VmRSS after the hooks; the
-snapshot file's size, and what the word index would have added to it.
+snapshot file's size, and what the word index would have added to it. Then, in this
+process, ``Recall.context`` with and without the org records, alternating (the cost a
+question pays, without the noise of process start-ups), and in a fresh child what
+loading the snapshot adds to a process's memory (``OrgRecords.refresh``).
 
     .venv/bin/python bench/org_hook.py [--repos 500] [--per-repo 60] [--runs 60]
                                        [--chunks 10000] [--json out.json]
+                                       [--home DIR]   (a previous run's state: no build)
 """
 
 from __future__ import annotations
@@ -223,6 +227,90 @@ def measure(home: Path, runs: int, env: dict[str, str]) -> dict[str, Any]:
     }
 
 
+def in_process(home: Path, runs: int) -> dict[str, Any]:
+    """``Recall.context`` in this process, the org records served and not, alternating."""
+    from precedents.config import load_settings
+    from precedents.recall.core import Recall
+    from precedents.recall.org import OrgRecords
+
+    os.environ["PRECEDENTS_HOME"] = str(home)
+    recall = Recall(load_settings(discover_claude=False), batch=True)
+    served, none = recall.org, OrgRecords(home / "no-org")
+    texts = hook.questions()
+    samples: dict[str, list[float]] = {"without": [], "with": []}
+    for i in range(2 * runs + 10):
+        label = "with" if i % 2 else "without"
+        recall.org = recall.marks.org = served if label == "with" else none
+        started = time.perf_counter()
+        recall.context(texts[(i // 2) % len(texts)], hook.PROJECT, session=f"in-{i}")
+        if i >= 10:  # the first few warm the subsets, the masks, the model
+            samples[label].append(time.perf_counter() - started)
+    recall.close()
+    out = {f"context_{k}_org_ms": hook.stats(v) for k, v in samples.items()}
+    out["p50_org_adds_ms"] = round(
+        out["context_with_org_ms"]["p50"] - out["context_without_org_ms"]["p50"], 1
+    )
+    return out
+
+
+LOAD_CHILD = """
+import gc, json, sys
+from pathlib import Path
+from precedents.ingest.background import release_memory
+from precedents.recall.org import OrgRecords
+from precedents.recall.source import Model
+
+def status(key):
+    for line in open("/proc/self/status"):
+        if line.startswith(key):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+gc.collect(); release_memory()
+before = status("VmRSS")
+records = OrgRecords(Path(sys.argv[1]))
+loaded = records.refresh(Model(sys.argv[2], int(sys.argv[3])))
+gc.collect(); release_memory()
+after, peak = status("VmRSS"), status("VmHWM")
+matrix = records.snapshot.matrix.nbytes / 2**20
+del records
+gc.collect(); release_memory()
+print(json.dumps({"loaded": loaded, "before": before, "after": after, "peak": peak,
+                  "matrix": matrix, "dropped": status("VmRSS")}))
+"""
+
+
+def load_memory(home: Path) -> dict[str, Any]:
+    """What loading the org snapshot adds to a fresh process's memory (MiB)."""
+    from precedents.config import load_settings
+    from precedents.models.embedding import load_embedder
+
+    os.environ["PRECEDENTS_HOME"] = str(home)
+    settings = load_settings(discover_claude=False)
+    embedder = load_embedder(settings.model_spec())
+    child = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            LOAD_CHILD,
+            str(settings.org_dir),
+            embedder.model_id,
+            str(embedder.dimension),
+        ],
+        capture_output=True,
+        check=True,
+    )
+    got = json.loads(child.stdout)
+    return {
+        "loaded": got["loaded"],
+        "process_before_mib": round(got["before"], 1),
+        "adds_mib": round(got["after"] - got["before"], 1),
+        "of_which_matrix_mib": round(got["matrix"], 1),
+        "peak_while_loading_mib": round(got["peak"], 1),
+        "left_after_dropping_it_mib": round(got["dropped"] - got["before"], 1),
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repos", type=int, default=500)
@@ -231,21 +319,38 @@ def main() -> int:
     parser.add_argument("--chunks", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=60)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--home", type=Path, help="a previous run's state folder: no build")
     args = parser.parse_args()
     if not (hook.EVAL / "dev" / "notes").is_dir():
         print(f"skipped: {hook.EVAL / 'dev' / 'notes'} is missing")
         return 0
     sys.path.insert(0, str(HERE.parent))
-    home = Path(tempfile.mkdtemp(prefix="precedents-bench-org-"))
-    print(f"building a {args.chunks}-chunk project index in {home} ...", flush=True)
-    chunks = hook.build_index(home, args.chunks)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PRECEDENTS_")}
-    env["PRECEDENTS_HOME"] = str(home)
-    result: dict[str, Any] = {"cpus": os.cpu_count(), "project_chunks": chunks}
-    result["without_org"] = measure(home, args.runs, env)
-    print("building the org index ...", flush=True)
-    result["org"] = build_org(home, args)
+    result: dict[str, Any] = {"cpus": os.cpu_count(), "load_avg_1m_start": os.getloadavg()[0]}
+    if args.home is not None:
+        home = args.home
+        snapshot = home / "org" / "snapshot.npz"
+        aside = snapshot.with_name("snapshot.npz.aside")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PRECEDENTS_")}
+        env["PRECEDENTS_HOME"] = str(home)
+        snapshot.rename(aside)  # the daemon without org records first
+        try:
+            result["without_org"] = measure(home, args.runs, env)
+        finally:
+            aside.rename(snapshot)
+        result["org"] = {"snapshot_mib": round(snapshot.stat().st_size / 2**20, 1)}
+    else:
+        home = Path(tempfile.mkdtemp(prefix="precedents-bench-org-"))
+        print(f"building a {args.chunks}-chunk project index in {home} ...", flush=True)
+        result["project_chunks"] = hook.build_index(home, args.chunks)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PRECEDENTS_")}
+        env["PRECEDENTS_HOME"] = str(home)
+        result["without_org"] = measure(home, args.runs, env)
+        print("building the org index ...", flush=True)
+        result["org"] = build_org(home, args)
     result["with_org"] = measure(home, args.runs, env)
+    result["load_avg_1m_daemons"] = round(os.getloadavg()[0], 2)
+    result["org_load"] = load_memory(home)
+    result["in_process"] = in_process(home, args.runs * 2)
     result["load_avg_1m_end"] = round(os.getloadavg()[0], 2)
     print(json.dumps(result, indent=2))
     if args.json:

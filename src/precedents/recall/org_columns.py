@@ -127,24 +127,28 @@ class Documents:
         self.kind, self.repo, self.date, self.adr_id, self.mark = columns
         self.names, self.descriptions = text["name"], text["description"]
         self.row_doc, self.chunk = packed.row_doc, packed.chunk
-        self.digests = packed.digests
-        self._by_digest = np.argsort(self.digests, kind="stable").astype(np.int32)
-        self._sorted = self.digests[self._by_digest]
+        # The content hashes once, sorted: the document at each place, each document's place.
+        order = np.argsort(packed.digests, kind="stable")
+        self._sorted = packed.digests[order]
+        self._by_digest = order.astype(np.int32)
+        self._place = np.empty(len(order), dtype=np.int32)
+        self._place[order] = np.arange(len(order), dtype=np.int32)
+        packed.digests = self._sorted[:0]
 
     def __len__(self) -> int:
         return len(self.paths)
 
     def digest(self, d: int) -> str:
         """Document ``d``'s content hash."""
-        return bytes(self.digests[d]).decode("ascii")
+        return bytes(self._sorted[self._place[d]]).decode("ascii")
 
     def with_digests(self, digests: Iterable[str]) -> set[str]:
         """The paths of the documents whose content hash is one of ``digests``."""
-        width = self.digests.dtype.itemsize
+        width = self._sorted.dtype.itemsize
         wanted = [d.encode("ascii", "replace") for d in digests if d and len(d) <= width]
         if not wanted or not len(self.paths):
             return set()
-        keys = np.array(wanted, dtype=self.digests.dtype)
+        keys = np.array(wanted, dtype=self._sorted.dtype)
         lo = np.searchsorted(self._sorted, keys, side="left")
         hi = np.searchsorted(self._sorted, keys, side="right")
         out: set[str] = set()
@@ -259,6 +263,14 @@ class OrgSnapshot(VectorSnapshot):
             if docs is not None and int(docs.chunk[row]) == 0:
                 return np.asarray(self.matrix[row], dtype=np.float32)
         return None
+
+    def _paths_index(self, paths: list[str]) -> Mapping[str, int]:
+        """The documents' own index when the subset holds them all in their order (the
+        org key's does): 1.7 MiB not made twice at 30,000 records."""
+        docs = self.documents
+        if docs is not None and paths == docs.paths:
+            return docs.index
+        return super()._paths_index(paths)
 
     def _rows(self, path: str) -> NDArray[np.int64]:
         docs = self.documents

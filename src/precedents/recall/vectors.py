@@ -65,7 +65,7 @@ class _Subset:
     decided: NDArray[np.int64]  # those of the conversations with a decision passage
     multilingual_local: NDArray[np.int64]  # subset rows that also have a multilingual vector
     multilingual_matrix: NDArray[np.float32]  # those vectors, in the same order
-    doc_of_path: dict[str, int]  # each document's index, by path
+    doc_of_path: Mapping[str, int]  # each document's index, by path
     lex_docs: NDArray[np.int64]  # each document's number in the word index (-1: none)
     days: NDArray[np.int64]  # each conversation's date as a day ordinal (-1: none)
 
@@ -206,7 +206,7 @@ class VectorSnapshot:
                 if local
                 else np.zeros((0, 0), dtype=np.float32)
             ),
-            doc_of_path={p: d for d, p in enumerate(by_doc)},
+            doc_of_path=self._paths_index(list(by_doc)),
             lex_docs=np.asarray(
                 [word_doc.get(self.meta[r[0]]["path"], -1) for r in by_doc.values()],
                 dtype=np.int64,
@@ -216,6 +216,10 @@ class VectorSnapshot:
         with self._lock:
             self._subsets[key] = subset
         return subset
+
+    def _paths_index(self, paths: list[str]) -> Mapping[str, int]:
+        """Each of a subset's documents (``paths``, in order) by path."""
+        return {p: d for d, p in enumerate(paths)}
 
     def warm(self, projects: Sequence[str]) -> None:
         """Build the row subset of ``projects`` ahead of the first question."""
