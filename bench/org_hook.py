@@ -230,8 +230,9 @@ def measure(home: Path, runs: int, env: dict[str, str]) -> dict[str, Any]:
 def in_process(home: Path, runs: int) -> dict[str, Any]:
     """``Recall.context`` in this process, the org records served and not, alternating."""
     from precedents.config import load_settings
+    from precedents.ingest.sources import project_keys
     from precedents.recall.core import Recall
-    from precedents.recall.org import OrgRecords
+    from precedents.recall.org import ORG_KEY, OrgRecords
 
     os.environ["PRECEDENTS_HOME"] = str(home)
     recall = Recall(load_settings(discover_claude=False), batch=True)
@@ -245,8 +246,20 @@ def in_process(home: Path, runs: int) -> dict[str, Any]:
         recall.context(texts[(i // 2) % len(texts)], hook.PROJECT, session=f"in-{i}")
         if i >= 10:  # the first few warm the subsets, the masks, the model
             samples[label].append(time.perf_counter() - started)
+    # The org ranking alone (the question embedded already): what the org records add to
+    # a question, less the noise of everything else a context does.
+    keys = tuple(project_keys(hook.PROJECT))
+    excluded = served.excluded(keys[0], recall.snapshot, keys)
+    vectors = [recall.embed(t) for t in texts[:20]]
+    ranked: list[float] = []
+    for i in range(runs + 10):
+        started = time.perf_counter()
+        served.snapshot.rank_many(vectors[i % len(vectors)][None, :], (ORG_KEY,), excluded=excluded)
+        if i >= 10:
+            ranked.append(time.perf_counter() - started)
     recall.close()
     out = {f"context_{k}_org_ms": hook.stats(v) for k, v in samples.items()}
+    out["org_ranking_alone_ms"] = hook.stats(ranked)
     out["p50_org_adds_ms"] = round(
         out["context_with_org_ms"]["p50"] - out["context_without_org_ms"]["p50"], 1
     )

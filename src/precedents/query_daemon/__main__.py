@@ -11,6 +11,13 @@ import logging
 import os
 import sys
 
+# One BLAS thread, set before numpy loads OpenBLAS. A question's ranking is one
+# matrix-vector product (30,000 org records: 44 MiB read). Split over two threads, it
+# waits whenever the second thread is not scheduled. On a busy 2-CPU machine that
+# wait is a whole time slice: the org ranking's p50 measured 8.0 ms with two threads
+# and 2.3 ms with one (bench/org_hook.py, docs/org.md "Measured").
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 
 def main() -> int:
     """Serve until idle; 0 when another daemon already runs, 1 on an error, 2 on a wrong
