@@ -41,6 +41,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+# As the daemon runs (query_daemon/__main__.py): one BLAS thread, set before numpy
+# loads, so the in-process figures are the daemon's.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import numpy as np
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
