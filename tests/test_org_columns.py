@@ -203,3 +203,19 @@ def test_strings_keep_any_text() -> None:
 
 def _first(path: str) -> int:
     return next(i for i, r in enumerate(ROWS) if r["path"] == path and r["chunk_index"] == 0)
+
+
+def test_an_empty_org_snapshot_serves_nothing(tmp_path: Path) -> None:
+    exported = snapshot_file.Exported(
+        fingerprint="org:1",
+        model=MODEL.id,
+        dimension=MODEL.dimension,
+        meta=[],
+        matrix=np.zeros((0, MODEL.dimension), dtype=np.float32),
+    )
+    snapshot_file.write(tmp_path / "org" / ORG_SNAPSHOT, exported)
+    org = OrgRecords(tmp_path / "org")
+    assert org.refresh(MODEL) and org.problem == ""
+    assert not org.snapshot.rows and org.record("org://a/b.md") is None
+    assert org.snapshot.rank(np.ones(MODEL.dimension, dtype=np.float32), (ORG_KEY,)) == []
+    assert org.scopes.naming((ORG_KEY,), "src/charge.py") == []
