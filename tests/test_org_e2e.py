@@ -8,12 +8,13 @@ chain, pulls it in the background; then the hook, run as Claude Code runs it,
 in a project that never cloned either repository, is handed the payments ADR
 marked with its status and its repository — by the prompt hook and by the
 file hook for a path the ADR names — and `precedents query` (the ranking path
-MCP's search shares) lists the same records. A second build after one ADR
+MCP's recall tool shares) lists the same records. A second build after one ADR
 changed reaches the running daemon without a restart.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -36,6 +37,7 @@ from tests.conftest_daemon import (
     wait_ready,
 )
 from tests.conftest_org import git
+from tests.mcp_client import session_calls, text_of
 from tests.org_fixture import PAYMENTS_ADRS, default_repos, index_project, write_repo
 
 s3_server = conftest_org.s3_server
@@ -186,6 +188,12 @@ def test_an_adr_of_a_repository_never_cloned_reaches_the_agent(org: dict[str, An
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)["results"]
     assert any(row.get("org") and row.get("repo") == "payments" for row in rows), done.stdout
+
+    # MCP's recall tool, through the MCP SDK's real client and `precedents mcp`.
+    calls = [("recall", {"query": CHARGE, "project": str(checkout)})]
+    answer = text_of(asyncio.run(session_calls(hook_env(home), checkout, calls))[1][0])
+    found = [r for r in answer["records"] if r.get("org") and r.get("repo") == "payments"]
+    assert any(SUPERSEDED in r["path"] and "superseded" in r.get("mark", "") for r in found), answer
 
     # One ADR changed upstream: a second build, pulled by the running daemon.
     changed = org["payments"] / LIVE
