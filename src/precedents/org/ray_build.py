@@ -29,9 +29,10 @@ import pickle
 import resource
 import socket
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Final
 
+from precedents.config import Settings
 from precedents.errors import OrgError, OrgUnreachable
 from precedents.org.table import org_schema
 from precedents.org.work import RepoRows, RepoTask
@@ -45,7 +46,7 @@ FORWARDED: Final = ("AWS_", "AZURE_", "GOOGLE_")  # the storages' standard chain
 class RayBuild:
     """What a Ray build hands back to the builder."""
 
-    repos: list[RepoRows]  # one per task: the summary (its ``table`` holds no rows)
+    repos: list[RepoRows]  # one per task: the summary (``rows`` None, ``written`` counted)
     version: int  # the Lance version after the one commit (the read one if nothing was new)
     workers: int  # actors used
     worker_rss: list[int] = field(default_factory=list)  # each actor's peak RSS, bytes
@@ -110,40 +111,33 @@ def _connect(ray: Any, address: str) -> None:
 class _Worker:
     """One actor: the model loaded once, then one repository per call."""
 
-    def __init__(self, table_uri: str, dimension: int) -> None:
+    def __init__(self, table_uri: str, dimension: int, settings: Settings | None) -> None:
         from precedents.org.work import process_embedder
 
         self.table_uri = table_uri
         self.schema = org_schema(dimension)
-        self.embedder = process_embedder()
+        self.embedder = process_embedder(settings or Settings())
 
-    def build(
-        self, task: RepoTask, known: Any
-    ) -> tuple[RepoRows, list[bytes]]:
-        """A repository's summary and its new rows' fragments (pickled metadata)."""
+    def build(self, task: RepoTask) -> tuple[RepoRows, list[bytes]]:
+        """A repository's summary and its new rows' fragments (pickled Lance metadata):
+        the rows themselves stay on the storage, ``written`` says how many."""
         from lance_ray.fragment import write_fragment
 
         from precedents.org.work import repo_rows
 
-        rows = repo_rows(task, self.embedder, known)
+        rows = repo_rows(task, self.embedder)
         fragments: list[bytes] = []
-        if rows.table is not None and rows.table.num_rows:
-            table = rows.table.select(self.schema.names).cast(self.schema)
+        if rows.rows is not None and rows.rows.num_rows:
+            table = rows.rows.select(self.schema.names).cast(self.schema)
             written = write_fragment([table], self.table_uri, schema=self.schema)
             fragments = [pickle.dumps(meta) for meta, _ in written]
-        return replace(rows, table=_summary(rows.table)), fragments
+            rows.written = table.num_rows
+        rows.rows = None
+        return rows, fragments
 
     def rss(self) -> int:
         """This actor's peak resident memory, bytes (Linux reports KiB)."""
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-
-
-def _summary(table: Any) -> Any:
-    """The rows without their vectors and text: what the builder reads back (paths, hashes)."""
-    if table is None:
-        return None
-    drop = [c for c in ("vector", "text") if c in table.column_names]
-    return table.drop_columns(drop)
 
 
 def cluster_workers(ray: Any, wanted: int | None) -> int:
@@ -176,16 +170,16 @@ def build_rows_on_ray(
     table_uri: str,
     *,
     dimension: int,
-    known: Mapping[str, Any] | None = None,
+    settings: Settings | None = None,
     workers: int | None = None,
     progress: Callable[[RepoRows], None] | None = None,
 ) -> RayBuild:
     """Every repository of ``tasks`` read and embedded on the Ray cluster at ``address``
     (``host:port`` or ``auto``), its new rows appended to ``table_uri`` in one commit.
 
-    ``known`` maps a repository's name to what :func:`~precedents.org.work.repo_rows`
-    takes as its known hashes (the served version's rows of it), so an unchanged
-    file is not embedded again. ``progress`` is called on the driver as each
+    Each task carries what the served version holds of its repository (``known``,
+    ``digest``), so an unchanged file is not embedded again; ``settings`` names the
+    model profile the workers load (once per actor). ``progress`` is called on the driver as each
     repository finishes. OrgError (one line) when the extra is missing, the
     cluster does not answer, or a worker fails.
     """
@@ -196,15 +190,12 @@ def build_rows_on_ray(
     try:
         count = cluster_workers(ray, workers)
         actor = ray.remote(num_cpus=1)(_Worker)
-        actors = [actor.remote(table_uri, dimension) for _ in range(count)]
+        actors = [actor.remote(table_uri, dimension, settings) for _ in range(count)]
         pool = ActorPool(actors)
-        known = known or {}
         summaries: dict[str, RepoRows] = {}
         fragments: list[Any] = []
         try:
-            results = pool.map_unordered(
-                lambda a, t: a.build.remote(t, known.get(t.name)), list(tasks)
-            )
+            results = pool.map_unordered(lambda a, t: a.build.remote(t), list(tasks))
             for rows, pickled in results:
                 summaries[rows.name] = rows
                 fragments.extend(pickle.loads(p) for p in pickled)
