@@ -624,3 +624,52 @@ def uninstall(settings: Settings, *, keep_data: bool = False, load: bool = True)
     from precedents.service.uninstall import uninstall as remove_all
 
     return remove_all(settings, keep_data=keep_data, load=load)
+
+
+def org_build(
+    settings: Settings,
+    repos_from: Path,
+    to: str,
+    *,
+    workers: int | None = None,
+    ray: str | None = None,
+) -> dict[str, Any]:
+    """`org build`: the repositories ``repos_from`` lists, read, checked, masked and
+    embedded into the org index at ``to`` (docs/org.md, "Building"). A URI that is no
+    URI, a bad repos file: :class:`UsageError`; the storage's refusals: the org errors."""
+    import importlib
+
+    from precedents.errors import OrgError
+
+    try:
+        from precedents.org.builder import build
+        from precedents.org.location import OrgLocation
+        from precedents.org.repos import read_repos
+    except ImportError as exc:  # obstore: the org extra
+        raise OrgError(f"org build needs precedents[org] ({exc.name} is not installed)") from None
+    try:
+        location = OrgLocation.parse(to)
+    except OrgError as exc:  # a URI that cannot be is the caller's mistake
+        raise UsageError(str(exc)) from None
+    if workers is not None and workers < 1:
+        raise UsageError("--workers must be 1 or more")
+    specs = read_repos(repos_from)
+    executor = None
+    if ray is not None:
+        try:
+            on_ray = importlib.import_module("precedents.org.ray_build").build_rows_on_ray
+        except ImportError as exc:
+            raise OrgError(
+                f"--ray needs precedents[org-ray] (pip install 'precedents[org-ray]'): {exc.name}"
+                " is not installed"
+            ) from None
+
+        def executor(dimension: int) -> Any:
+            def run(tasks: Any) -> Any:
+                return on_ray(
+                    tasks, ray, location.table_uri, dimension=dimension, workers=workers
+                )
+
+            return run
+
+    return build(settings, specs, location, workers=workers, executor=executor).as_dict()

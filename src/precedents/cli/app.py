@@ -13,6 +13,7 @@ import precedents.cli.daemon as daemon
 import precedents.cli.evaluate as evaluate
 import precedents.cli.index as index
 import precedents.cli.mcp as mcp
+import precedents.cli.org as org
 import precedents.cli.query as query
 import precedents.cli.remember as remember
 import precedents.cli.service as service
@@ -31,7 +32,7 @@ app = typer.Typer(
 
 # Every group attaches the same way, through its module's register(app). The
 # order is the order `precedents --help` lists them in (sub-groups come last).
-for group in (watch, daemon, index, query, remember, check, why, mcp, evaluate, adr, service):
+for group in (watch, daemon, index, query, remember, check, why, mcp, evaluate, adr, org, service):
     group.register(app)
 uninstall.register(app)
 

@@ -62,6 +62,9 @@ class RepoEntry:
     records: int = 0
     refused: list[str] = field(default_factory=list)  # one line each: what `check` refused
     error: str = ""  # why the repository could not be read (its previous rows kept)
+    # A hash of its files' (path, sha256), the parser and the model (org/work.py): a
+    # build finding the same digest reads the repository no further.
+    digest: str = ""
 
 
 @dataclass

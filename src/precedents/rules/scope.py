@@ -59,6 +59,9 @@ class Scope:
     # Code names a note, an ADR or a deciding chat names (rules/symbols.py): the file
     # hook gives it for a file that declares one of them.
     symbols: tuple[str, ...] = ()
+    # A rule whose front matter says `scope: org`: in the org index (docs/org.md) it
+    # applies to the files of every repository, not only to its own repository's.
+    org: bool = False
     warnings: tuple[str, ...] = field(default=(), compare=False)  # not stored
 
     def to_json(self) -> str:
@@ -73,6 +76,7 @@ class Scope:
                 ("mentions", list(self.mentions)),
                 ("component", self.component),
                 ("symbols", list(self.symbols)),
+                ("org", self.org),
             )
             if v
         }
@@ -106,6 +110,7 @@ class Scope:
             mentions=strings("mentions"),
             component=string("component"),
             symbols=strings("symbols"),
+            org=data.get("org") is True,
         )
 
     # -- what the scope says ---------------------------------------------------
@@ -303,7 +308,17 @@ def rule_scope(fmt: str, base: str, front: Mapping[str, Any] | None) -> Scope:
         mode, patterns = MANUAL, _NONE
     if mode not in (FILES, BOTH):
         patterns = _NONE
-    return Scope(fmt, mode, patterns, base, warnings=tuple(warnings))
+    return Scope(fmt, mode, patterns, base, org=org_wide(front), warnings=tuple(warnings))
+
+
+ORG_SCOPE = "org"  # the front matter value `scope: org`
+
+
+def org_wide(front: Mapping[str, Any]) -> bool:
+    """Whether a rule's front matter says ``scope: org``: in the org index it applies to
+    every repository's files (docs/rules.md); any other value keeps it to its own."""
+    value = front.get("scope")
+    return isinstance(value, str) and value.strip().lower() == ORG_SCOPE
 
 
 class _Unusable(Exception):
