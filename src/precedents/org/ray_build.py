@@ -30,12 +30,15 @@ import resource
 import socket
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from precedents.config import Settings
+from precedents.config import Settings, load_settings
 from precedents.errors import OrgError, OrgUnreachable
 from precedents.org.table import org_schema
 from precedents.org.work import RepoRows, RepoTask
+
+if TYPE_CHECKING:
+    from precedents.org.builder import Executor
 
 NEEDS_EXTRA: Final = "org build --ray needs precedents[org-ray] (Ray and lance-ray)"
 ANSWER_S: Final = 5.0  # a cluster that does not answer within this is unreachable
@@ -116,7 +119,7 @@ class _Worker:
 
         self.table_uri = table_uri
         self.schema = org_schema(dimension)
-        self.embedder = process_embedder(settings or Settings())
+        self.embedder = process_embedder(settings or load_settings())
 
     def build(self, task: RepoTask) -> tuple[RepoRows, list[bytes]]:
         """A repository's summary and its new rows' fragments (pickled Lance metadata):
@@ -157,10 +160,10 @@ def _commit(table_uri: str, dimension: int, fragments: list[Any]) -> int:
     if not fragments:
         return int(dataset.version) if dataset is not None else 0
     if dataset is None:
-        operation = lance.LanceOperation.Overwrite(org_schema(dimension), fragments)
-        return int(lance.LanceDataset.commit(table_uri, operation).version)
-    operation = lance.LanceOperation.Append(fragments)
-    done = lance.LanceDataset.commit(table_uri, operation, read_version=dataset.version)
+        create = lance.LanceOperation.Overwrite(org_schema(dimension), fragments)
+        return int(lance.LanceDataset.commit(table_uri, create).version)
+    append = lance.LanceOperation.Append(fragments)
+    done = lance.LanceDataset.commit(table_uri, append, read_version=dataset.version)
     return int(done.version)
 
 
@@ -210,3 +213,26 @@ def build_rows_on_ray(
         return RayBuild(ordered, version, count, rss)
     finally:
         ray.shutdown()
+
+
+def ray_executor(
+    address: str, table_uri: str, *, workers: int | None = None
+) -> Callable[[int], Executor]:
+    """The builder's executor seam for ``--ray ADDRESS``: given the vectors' dimension,
+    the function that reads the tasks on the cluster (their rows already committed,
+    ``written``). Checks now, before the build takes its lock, that Ray and lance-ray
+    are installed and that the cluster answers: one line otherwise."""
+    _modules()
+    check_answers(address)
+
+    def for_dimension(dimension: int) -> Executor:
+        def run(tasks: Sequence[RepoTask]) -> list[RepoRows]:
+            settings = tasks[0].settings if tasks else None
+            done = build_rows_on_ray(
+                tasks, address, table_uri, dimension=dimension, settings=settings, workers=workers
+            )
+            return done.repos
+
+        return run
+
+    return for_dimension
