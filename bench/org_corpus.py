@@ -62,7 +62,7 @@ def make_repo(root: Path, index: int, records: int = RECORDS) -> int:
     """Repository number ``index`` at ``root``: the count of files written."""
     repo = root.name
     corpora, trees = _adr_corpora(), _rule_trees()
-    adrs = corpora[index % len(corpora)][:MAX_ADRS]
+    adrs = corpora[index % len(corpora)][: min(MAX_ADRS, records * 2 // 3)]
     for f in adrs:
         _copy(f, root / "docs" / "adr" / f.name, repo)
     written, seen = len(adrs), set()

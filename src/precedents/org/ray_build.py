@@ -32,7 +32,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from precedents.config import Settings, load_settings
 from precedents.errors import OrgError, OrgUnreachable
 from precedents.org.table import org_schema
 from precedents.org.work import RepoRows, RepoTask
@@ -112,14 +111,13 @@ def _connect(ray: Any, address: str) -> None:
 
 
 class _Worker:
-    """One actor: the model loaded once, then one repository per call."""
+    """One actor: one repository per call. Its model is loaded by the first repository
+    that changed (:func:`~precedents.org.work.process_embedder` keeps it for the
+    process), so an incremental build of unchanged repositories loads none."""
 
-    def __init__(self, table_uri: str, dimension: int, settings: Settings | None) -> None:
-        from precedents.org.work import process_embedder
-
+    def __init__(self, table_uri: str, dimension: int) -> None:
         self.table_uri = table_uri
         self.schema = org_schema(dimension)
-        self.embedder = process_embedder(settings or load_settings())
 
     def build(self, task: RepoTask) -> tuple[RepoRows, list[bytes]]:
         """A repository's summary and its new rows' fragments (pickled Lance metadata):
@@ -128,7 +126,7 @@ class _Worker:
 
         from precedents.org.work import repo_rows
 
-        rows = repo_rows(task, self.embedder)
+        rows = repo_rows(task)  # the task's settings name the model profile
         fragments: list[bytes] = []
         if rows.rows is not None and rows.rows.num_rows:
             table = rows.rows.select(self.schema.names).cast(self.schema)
@@ -173,7 +171,6 @@ def build_rows_on_ray(
     table_uri: str,
     *,
     dimension: int,
-    settings: Settings | None = None,
     workers: int | None = None,
     progress: Callable[[RepoRows], None] | None = None,
 ) -> RayBuild:
@@ -181,8 +178,8 @@ def build_rows_on_ray(
     (``host:port`` or ``auto``), its new rows appended to ``table_uri`` in one commit.
 
     Each task carries what the served version holds of its repository (``known``,
-    ``digest``), so an unchanged file is not embedded again; ``settings`` names the
-    model profile the workers load (once per actor). ``progress`` is called on the driver as each
+    ``digest``), so an unchanged file is not embedded again, and its settings (the
+    model profile a worker loads, once per actor). ``progress`` is called on the driver as each
     repository finishes. OrgError (one line) when the extra is missing, the
     cluster does not answer, or a worker fails.
     """
@@ -193,7 +190,7 @@ def build_rows_on_ray(
     try:
         count = cluster_workers(ray, workers)
         actor = ray.remote(num_cpus=1)(_Worker)
-        actors = [actor.remote(table_uri, dimension, settings) for _ in range(count)]
+        actors = [actor.remote(table_uri, dimension) for _ in range(count)]
         pool = ActorPool(actors)
         summaries: dict[str, RepoRows] = {}
         fragments: list[Any] = []
@@ -227,9 +224,8 @@ def ray_executor(
 
     def for_dimension(dimension: int) -> Executor:
         def run(tasks: Sequence[RepoTask]) -> list[RepoRows]:
-            settings = tasks[0].settings if tasks else None
             done = build_rows_on_ray(
-                tasks, address, table_uri, dimension=dimension, settings=settings, workers=workers
+                tasks, address, table_uri, dimension=dimension, workers=workers
             )
             return done.repos
 
