@@ -35,7 +35,9 @@ def build(
     ],
     workers: Annotated[
         int | None,
-        typer.Option("--workers", help="Local worker processes (default: one per two CPUs, max 8)."),
+        typer.Option(
+            "--workers", help="Local worker processes (default: one per two CPUs, max 8)."
+        ),
     ] = None,
     ray: Annotated[
         str | None,

@@ -125,7 +125,7 @@ def build(
         if not dimension:
             dimension = int(process_embedder(settings).dimension)
         if ds is None:
-            dataset.create_empty(location, dimension)
+            dataset.create_empty(location, dimension, exists=found.table)
             served_repos: dict[str, RepoEntry] = {}
             known: dict[str, dict[str, str]] = {}
         else:
@@ -138,9 +138,7 @@ def build(
             results[name] = RepoRows(name, error=error)
         listed = {s.name for s in specs}
         gone = sorted(set(known) - listed)
-        removed = {
-            r.name: r.removed for r in results.values() if r.removed and not r.error
-        }
+        removed = {r.name: r.removed for r in results.values() if r.removed and not r.error}
         ids = dataset.row_ids(location, ds, removed, gone) if ds is not None else []
         dataset.append(location, [r.rows for r in results.values()])
         dataset.delete(location, ids)

@@ -80,7 +80,8 @@ def open_table(location: OrgLocation, found: Found) -> Any:
     try:
         ds = lance.dataset(location.table_uri)
         if ds.version != found.served.version:
-            lance.dataset(location.table_uri, version=found.served.version).restore()
+            old = lance.dataset(location.table_uri, version=found.served.version)
+            old.restore()  # type: ignore[no-untyped-call]
             ds = lance.dataset(location.table_uri)
     except Exception as exc:
         raise _table_error(location, exc) from exc
@@ -113,7 +114,7 @@ def _table_error(location: OrgLocation, exc: BaseException) -> OrgError:
     return error
 
 
-def create_empty(location: OrgLocation, dimension: int) -> Any:
+def create_empty(location: OrgLocation, dimension: int, *, exists: bool) -> Any:
     """A new, empty table of ``dimension`` (a first build, or another model's full
     rebuild: the served version stays readable until the pointer moves)."""
     import lance
@@ -121,7 +122,10 @@ def create_empty(location: OrgLocation, dimension: int) -> Any:
     schema = org_schema(dimension)
     try:
         return lance.write_dataset(
-            schema.empty_table(), location.table_uri, schema=schema, mode="overwrite"
+            schema.empty_table(),
+            location.table_uri,
+            schema=schema,
+            mode="overwrite" if exists else "create",
         )
     except Exception as exc:
         raise translated(location, f"creating {TABLE}", exc) from exc

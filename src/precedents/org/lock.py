@@ -10,6 +10,7 @@ in another build's hands marks this one lost: it must not write its pointer.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -44,7 +45,9 @@ class Holder:
         """The holder a lock object names; None for one that cannot be read."""
         try:
             raw = json.loads(data)
-            return cls(str(raw["host"]), int(raw["pid"]), float(raw["started"]), float(raw["renewed"]))
+            return cls(
+                str(raw["host"]), int(raw["pid"]), float(raw["started"]), float(raw["renewed"])
+            )
         except (ValueError, KeyError, TypeError):
             return None
 
@@ -87,12 +90,12 @@ class BuildLock:
         except Exception as exc:
             raise translated(self.location, "taking the build lock", exc) from exc
         try:
-            current = obstore.get(self.store, LOCK).bytes()
+            current = bytes(obstore.get(self.store, LOCK).bytes())
         except FileNotFoundError:
             current = b""  # released meanwhile
         except Exception as exc:
             raise translated(self.location, "reading the build lock", exc) from exc
-        other = Holder.from_json(bytes(current))
+        other = Holder.from_json(current)
         if other is not None and not other.stale(time.time()):
             raise OrgBusy(f"org index {self.location}: another build holds it ({other.said()})")
         # Stale: delete and create again. Two builds taking over at once both delete, and
@@ -153,10 +156,9 @@ class BuildLock:
             self._thread.join(timeout=5)
         if self.lost:
             return
-        try:
+        # A lock left behind goes stale; never fail a finished build over it.
+        with contextlib.suppress(Exception):
             obstore.delete(self.store, LOCK)
-        except Exception:  # a lock left behind goes stale; never fail a finished build
-            pass
 
     def __enter__(self) -> BuildLock:
         self.acquire()

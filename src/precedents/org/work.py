@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from precedents.config import Settings
+from precedents.config import Settings, load_settings
 from precedents.ingest.parser_version import CHUNKER_VERSION
 from precedents.ingest.sources import SourceFile, project_sources, walk
 from precedents.org.table import ORIGIN, org_schema
@@ -109,12 +109,16 @@ def files_digest(files: Sequence[tuple[str, str]], model: str) -> str:
 def repo_rows(task: RepoTask, embedder: Embedder | None = None) -> RepoRows:
     """The rows of one repository (see the module's docstring); never raises for the
     repository's content: what cannot be read is ``error`` or a ``refused`` line."""
-    settings = task.settings or Settings()
+    settings = task.settings or load_settings()
     out = RepoRows(task.name)
     try:
         return _repo_rows(task, settings, embedder, out)
     except Exception as exc:  # one repository's failure is its entry's error, not the build's
-        out.error = f"{type(exc).__name__}: {mask_secrets(str(exc).splitlines()[0] if str(exc) else '')}"[:300]
+        out.error = (
+            f"{type(exc).__name__}: {mask_secrets(str(exc).splitlines()[0] if str(exc) else '')}"[
+                :300
+            ]
+        )
         out.changed = False
         return out
 
@@ -160,9 +164,7 @@ def _repo_rows(
         present[rel] = print_
         if task.known.get(rel) != print_:
             pending.append((rel, p, mark, successors))
-    out.removed = sorted(
-        p for p, old in task.known.items() if present.get(p) != old
-    )
+    out.removed = sorted(p for p, old in task.known.items() if present.get(p) != old)
     out.records = len(present)
     out.new = len(pending)
     out.changed = bool(pending or out.removed or set(present) != set(task.known))
@@ -236,7 +238,9 @@ def _unmasked(p: Prepared) -> str:
     return f"suspect: reads as orders to the agent ({why})" if why else ""
 
 
-def _marks(settings: Settings, root: Path, adrs: Sequence[SourceFile]) -> dict[str, tuple[str, str]]:
+def _marks(
+    settings: Settings, root: Path, adrs: Sequence[SourceFile]
+) -> dict[str, tuple[str, str]]:
     """Each ADR's mark and successors (JSON list of repository paths) from its folder's
     graph: a reader has no files to build the graph from."""
     from precedents.adr_graph import build_graph
@@ -248,11 +252,13 @@ def _marks(settings: Settings, root: Path, adrs: Sequence[SourceFile]) -> dict[s
         graph = graphs.get(folder)
         if graph is None:
             try:
-                graph = graphs[folder] = build_graph(folder, settings.cache_dir / "adr", mask_secrets)
+                graph = graphs[folder] = build_graph(
+                    folder, settings.cache_dir / "adr", mask_secrets
+                )
             except Exception:  # a broken folder: its records are marked as unknown below
                 graph = graphs[folder] = None
         record = graph.record_for_path(src.path) if graph is not None else None
-        if record is None:
+        if graph is None or record is None:
             out[str(src.path)] = ("status unknown", "[]")
             continue
         ends: list[str] = []
@@ -267,14 +273,22 @@ def _marks(settings: Settings, root: Path, adrs: Sequence[SourceFile]) -> dict[s
     return out
 
 
-def _rows(task: RepoTask, pending: Sequence[tuple[str, Prepared, str, str]], model: Embedder) -> pa.Table:
+def _rows(
+    task: RepoTask, pending: Sequence[tuple[str, Prepared, str, str]], model: Embedder
+) -> pa.Table:
     """The org rows of ``pending`` documents, embedded in batches."""
     import numpy as np
     import pyarrow as pa
 
     texts = [c for _, p, _, _ in pending for c in p.chunks]
-    parts = [model.encode_passages(texts[i : i + EMBED_BATCH]) for i in range(0, len(texts), EMBED_BATCH)]
-    vectors = np.concatenate(parts).astype(np.float32) if parts else np.zeros((0, model.dimension), np.float32)
+    parts = [
+        model.encode_passages(texts[i : i + EMBED_BATCH]) for i in range(0, len(texts), EMBED_BATCH)
+    ]
+    vectors = (
+        np.concatenate(parts).astype(np.float32)
+        if parts
+        else np.zeros((0, model.dimension), np.float32)
+    )
     dimension = int(vectors.shape[1]) if vectors.size else int(model.dimension)
     schema = org_schema(dimension)
     columns: dict[str, list[Any]] = {f.name: [] for f in schema if f.name != "vector"}
