@@ -67,22 +67,32 @@ def _ray_workers() -> list[int]:
 
 
 class WorkerSampler(threading.Thread):
-    """Peak RSS of each Ray actor while a build runs (sampled every 0.5 s)."""
+    """Peak RSS of each Ray actor while a build runs (sampled every 0.5 s); every minute,
+    a progress line: the Lance data files written so far (on Ray, one or more per
+    repository with new rows, written as each finishes), so a long run that is stopped
+    still says how far it got."""
 
-    def __init__(self) -> None:
+    def __init__(self, data: Path) -> None:
         super().__init__(daemon=True)
         self.peaks: dict[int, int] = {}
         self.done = threading.Event()
+        self.data = data
 
     def run(self) -> None:
+        started = last = time.perf_counter()
         while not self.done.wait(0.5):
             for pid in _ray_workers():
                 self.peaks[pid] = max(self.peaks.get(pid, 0), _hwm(pid))
+            if time.perf_counter() - last >= 60:
+                last = time.perf_counter()
+                files = sum(1 for _ in self.data.glob("*.lance")) if self.data.is_dir() else 0
+                load = os.getloadavg()[0]
+                print(f"  {last - started:.0f} s: {files} data files, load {load:.1f}", flush=True)
 
 
 def build(listing: Path, to: Path, extra: list[str], env: dict[str, str]) -> dict[str, Any]:
     """One `precedents org build` process: its report, wall time and RSS."""
-    sampler = WorkerSampler()
+    sampler = WorkerSampler(to / "chunks.lance" / "data")
     sampler.start()
     started = time.perf_counter()
     process = subprocess.Popen(
