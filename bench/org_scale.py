@@ -152,8 +152,8 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_cluster(env: dict[str, str], cpus: int) -> tuple[str, list[str]]:
-    """``ray start --head`` of ``cpus`` CPUs: its address, and the command that stops it."""
+def start_cluster(env: dict[str, str], cpus: int) -> tuple[str, str]:
+    """``ray start --head`` of ``cpus`` CPUs: its address, and its temp folder."""
     port = _free_port()
     temp = f"/tmp/ray-bench-{os.getpid()}"
     subprocess.run(
@@ -165,7 +165,23 @@ def start_cluster(env: dict[str, str], cpus: int) -> tuple[str, list[str]]:
         check=True,
         capture_output=True,
     )
-    return f"127.0.0.1:{port}", [str(BIN / "ray"), "stop", "--force"]
+    return f"127.0.0.1:{port}", temp
+
+
+def stop_cluster(temp: str) -> None:
+    """Stop the processes of the cluster this bench started, and only those: every process
+    whose command line names its temp folder (``ray stop`` would stop every cluster on
+    the machine, other people's too)."""
+    import signal
+
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if temp.encode() in (entry / "cmdline").read_bytes():
+                os.kill(int(entry.name), signal.SIGTERM)
+        except OSError:
+            continue
 
 
 def main() -> None:
@@ -203,10 +219,10 @@ def main() -> None:
         print(f"{name}: {json.dumps(value)}", flush=True)
 
     sides = [args.only] if args.only else ["single", "ray"]
-    address, stop = (args.ray, None) if args.ray else (None, None)
+    address, temp = args.ray, None
     try:
         if "ray" in sides and address is None:
-            address, stop = start_cluster(env, args.workers)
+            address, temp = start_cluster(env, args.workers)
         extra = {
             "single": ["--workers", "1"],
             "ray": ["--ray", str(address), "--workers", str(args.workers)],
@@ -220,8 +236,8 @@ def main() -> None:
         for side in sides:
             report(f"pull_{side}", pull_size(work / side))
     finally:
-        if stop is not None:
-            subprocess.run(stop, env=env, capture_output=True, check=False)
+        if temp is not None:
+            stop_cluster(temp)
     figures["load_after"] = os.getloadavg()
     if "full_single" in figures and "full_ray" in figures:
         report(
