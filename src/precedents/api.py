@@ -633,6 +633,7 @@ def org_build(
     *,
     workers: int | None = None,
     ray: str | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """`org build`: the repositories ``repos_from`` lists, read, checked, masked and
     embedded into the org index at ``to`` (docs/org.md, "Building"). A URI that is no
@@ -658,4 +659,5 @@ def org_build(
         from precedents.org.ray_build import ray_executor
 
         executor = ray_executor(ray, location.table_uri, workers=workers)
-    return build(settings, specs, location, workers=workers, executor=executor).as_dict()
+    report = build(settings, specs, location, workers=workers, executor=executor, progress=progress)
+    return report.as_dict()

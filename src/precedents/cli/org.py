@@ -44,14 +44,19 @@ def build(
         typer.Option(
             "--ray",
             metavar="ADDRESS|auto",
-            help="Spread the work over a Ray cluster (needs precedents[org-ray]).",
+            help="Spread the work over a Ray cluster (needs the org-ray extra).",
         ),
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Build the org index from many repositories: their ADRs, rules and team notes,
     checked, masked and embedded; only what changed since the served version."""
-    report = api.org_build(load_settings(), repos_from, to, workers=workers, ray=ray)
+    from precedents.cli.progress import index_progress
+
+    with index_progress(enabled=not json_out, label="building", unit="repositories") as progress:
+        report = api.org_build(
+            load_settings(), repos_from, to, workers=workers, ray=ray, progress=progress
+        )
     if json_out:
         print_json(report)
         return

@@ -14,17 +14,20 @@ if TYPE_CHECKING:
 
 
 @contextmanager
-def index_progress(enabled: bool = True) -> Iterator[ProgressFn | None]:
-    """A callback that draws files done, chunks embedded and chunks/s; None when disabled."""
+def index_progress(
+    enabled: bool = True, label: str = "indexing", unit: str = "files"
+) -> Iterator[ProgressFn | None]:
+    """A callback that draws files (or ``unit``) done, chunks embedded and chunks/s; None
+    when disabled."""
     console = Console(stderr=True)
     if not enabled or not console.is_terminal:
         yield None
         return
     columns = (
-        TextColumn("indexing"),
+        TextColumn(label),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("files · {task.fields[chunks]} chunks · {task.fields[rate]} chunks/s"),
+        TextColumn(unit + " · {task.fields[chunks]} chunks · {task.fields[rate]} chunks/s"),
         TimeElapsedColumn(),
     )
     with Progress(*columns, console=console, transient=True) as bar:

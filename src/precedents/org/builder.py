@@ -18,20 +18,23 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
 from precedents.config import Settings
+from precedents.errors import OrgError
+from precedents.ingest.progress import Progress
 from precedents.org import dataset
 from precedents.org.location import OrgLocation, shown
 from precedents.org.lock import BuildLock
 from precedents.org.repos import RepoSpec, clone, head_of
 from precedents.org.table import RepoEntry, Served
-from precedents.org.work import RepoRows, RepoTask, process_embedder, repo_rows
+from precedents.org.work import RepoRows, RepoTask, process_embedder, repo_rows, unchanged
 
 MAX_WORKERS: Final = 8
 Executor = Callable[[Sequence[RepoTask]], Iterable[RepoRows]]
@@ -103,10 +106,12 @@ def build(
     *,
     workers: int | None = None,
     executor: Callable[[int], Executor] | None = None,
+    progress: Progress | None = None,
 ) -> BuildReport:
     """Build the org index at ``location`` from ``specs``. ``executor``, given the
     vectors' dimension, returns the function that reads the tasks (default: the local
-    pool of ``workers``). Raises the :mod:`precedents.errors` org errors, one line each."""
+    pool of ``workers``). ``progress`` is told of each repository read (done, of how many,
+    chunks embedded so far). Raises the :mod:`precedents.errors` org errors, one line each."""
     started = time.perf_counter()
     from precedents.models.embedding import canonical_model_id
 
@@ -133,7 +138,14 @@ def build(
             known = dataset.known_rows(location, ds)
         tasks, failed = _tasks(settings, specs, known, served_repos, Path(tmp), workers)
         run = (executor or (lambda _dim: local_executor(workers)))(dimension)
-        results = {r.name: r for r in run(tasks)} if tasks else {}
+        # Repositories whose files hash as served are settled here, before any worker
+        # starts (a spawned worker costs seconds of imports; an unchanged org, none).
+        results = {r.name: r for r in (unchanged(t) for t in tasks) if r is not None}
+        todo = [t for t in tasks if t.name not in results]
+        for done in run(todo) if todo else ():
+            results[done.name] = done
+            if progress is not None:
+                progress(len(results), len(tasks), sum(r.chunks for r in results.values()))
         for name, error in failed.items():
             results[name] = RepoRows(name, error=error)
         listed = {s.name for s in specs}
@@ -142,6 +154,7 @@ def build(
         ids = dataset.row_ids(location, ds, removed, gone) if ds is not None else []
         dataset.append(location, [r.rows for r in results.values()])
         dataset.delete(location, ids)
+        dataset.compact(location)
         version = dataset.latest_version(location)
         heads = {t.name: t.head for t in tasks}
         lines, entries = _entries(specs, results, served_repos, known, heads)
@@ -249,15 +262,24 @@ def local_executor(workers: int | None) -> Executor:
     each task); one worker reads in this process (no pool to start)."""
     count = workers or default_workers()
 
-    def run(tasks: Sequence[RepoTask]) -> Iterable[RepoRows]:
+    def run(tasks: Sequence[RepoTask]) -> Iterator[RepoRows]:
         if count <= 1 or len(tasks) <= 1:
-            return [repo_rows(t) for t in tasks]
+            yield from (repo_rows(t) for t in tasks)
+            return
         import multiprocessing
 
         context = multiprocessing.get_context("spawn")
         # A worker loads the model at its first repository that changed (process_embedder):
         # an incremental build of unchanged repositories loads none.
-        with ProcessPoolExecutor(max_workers=min(count, len(tasks)), mp_context=context) as pool:
-            return list(pool.map(repo_rows, tasks))
+        try:
+            with ProcessPoolExecutor(
+                max_workers=min(count, len(tasks)), mp_context=context
+            ) as pool:
+                yield from pool.map(repo_rows, tasks)
+        except BrokenProcessPool:
+            raise OrgError(
+                "a build worker process died (out of memory? try fewer --workers); "
+                "nothing served changed"
+            ) from None
 
     return run

@@ -24,6 +24,8 @@ from precedents.org.work import fingerprint
 _OURS: Final = (TABLE, "_precedents")
 KEEP_VERSIONS: Final = timedelta(hours=1)
 DELETE_BATCH: Final = 2000
+# Fragments past which a build compacts the table (a pull copies fewer, larger files).
+COMPACT_FRAGMENTS: Final = 32
 
 
 @dataclass
@@ -205,6 +207,22 @@ def delete(location: OrgLocation, ids: Sequence[int]) -> None:
             ds.delete(f"_rowid IN ({','.join(str(x) for x in batch)})")
     except Exception as exc:
         raise translated(location, f"deleting from {TABLE}", exc) from exc
+
+
+def compact(location: OrgLocation) -> bool:
+    """Merge small fragments once there are many (every build appends one, and deletes
+    leave deletion files): before the pointer, so the served version is compacted and
+    the next build has nothing to roll back. Whether it compacted."""
+    import lance
+
+    try:
+        ds = lance.dataset(location.table_uri)
+        if len(ds.get_fragments()) < COMPACT_FRAGMENTS:
+            return False
+        ds.optimize.compact_files()
+    except Exception as exc:
+        raise translated(location, f"compacting {TABLE}", exc) from exc
+    return True
 
 
 def latest_version(location: OrgLocation) -> int:

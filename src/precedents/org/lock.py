@@ -19,7 +19,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
-from precedents.errors import OrgBusy
+from precedents.errors import OrgBusy, OrgUnreachable
 from precedents.org.location import OrgLocation, translated
 from precedents.org.table import LOCK
 
@@ -87,6 +87,10 @@ class BuildLock:
             return
         except AlreadyExistsError:
             pass
+        except FileNotFoundError:  # S3 answers a put into a missing bucket with 404
+            raise OrgUnreachable(
+                f"org index {self.location}: no such bucket or container"
+            ) from None
         except Exception as exc:
             raise translated(self.location, "taking the build lock", exc) from exc
         try:

@@ -28,7 +28,7 @@ import os
 import pickle
 import resource
 import socket
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -165,6 +165,43 @@ def _commit(table_uri: str, dimension: int, fragments: list[Any]) -> int:
     return int(done.version)
 
 
+def stream_rows_on_ray(
+    tasks: Sequence[RepoTask],
+    address: str,
+    table_uri: str,
+    *,
+    dimension: int,
+    workers: int | None = None,
+    done: RayBuild | None = None,
+) -> Iterator[RepoRows]:
+    """Each repository's summary as its worker finishes; after the last, the one commit
+    (``done``, when given, gets the version, the workers and their RSS). What
+    :func:`build_rows_on_ray` and the builder's executor read."""
+    ray, _ = _modules()
+    from ray.util import ActorPool
+
+    _connect(ray, address)
+    try:
+        count = cluster_workers(ray, workers)
+        actor = ray.remote(num_cpus=1)(_Worker)
+        actors = [actor.remote(table_uri, dimension) for _ in range(count)]
+        pool = ActorPool(actors)
+        fragments: list[Any] = []
+        try:
+            for rows, pickled in pool.map_unordered(lambda a, t: a.build.remote(t), list(tasks)):
+                fragments.extend(pickle.loads(p) for p in pickled)
+                yield rows
+            rss = [int(r) for r in ray.get([a.rss.remote() for a in actors])]
+        except ray.exceptions.RayError as exc:
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[-1]
+            raise OrgError(f"org build on Ray failed: {first[:300]}") from None
+        version = _commit(table_uri, dimension, fragments)
+        if done is not None:
+            done.version, done.workers, done.worker_rss = version, count, rss
+    finally:
+        ray.shutdown()
+
+
 def build_rows_on_ray(
     tasks: Sequence[RepoTask],
     address: str,
@@ -179,55 +216,39 @@ def build_rows_on_ray(
 
     Each task carries what the served version holds of its repository (``known``,
     ``digest``), so an unchanged file is not embedded again, and its settings (the
-    model profile a worker loads, once per actor). ``progress`` is called on the driver as each
-    repository finishes. OrgError (one line) when the extra is missing, the
-    cluster does not answer, or a worker fails.
+    model profile a worker loads, once per actor). ``progress`` is called on the
+    driver as each repository finishes. OrgError (one line) when the extra is
+    missing, the cluster does not answer, or a worker fails.
     """
-    ray, _ = _modules()
-    from ray.util import ActorPool
-
-    _connect(ray, address)
-    try:
-        count = cluster_workers(ray, workers)
-        actor = ray.remote(num_cpus=1)(_Worker)
-        actors = [actor.remote(table_uri, dimension) for _ in range(count)]
-        pool = ActorPool(actors)
-        summaries: dict[str, RepoRows] = {}
-        fragments: list[Any] = []
-        try:
-            results = pool.map_unordered(lambda a, t: a.build.remote(t), list(tasks))
-            for rows, pickled in results:
-                summaries[rows.name] = rows
-                fragments.extend(pickle.loads(p) for p in pickled)
-                if progress is not None:
-                    progress(rows)
-            rss = [int(r) for r in ray.get([a.rss.remote() for a in actors])]
-        except ray.exceptions.RayError as exc:
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[-1]
-            raise OrgError(f"org build on Ray failed: {first[:300]}") from None
-        version = _commit(table_uri, dimension, fragments)
-        ordered = [summaries[t.name] for t in tasks]
-        return RayBuild(ordered, version, count, rss)
-    finally:
-        ray.shutdown()
+    done = RayBuild([], 0, 0)
+    by_name: dict[str, RepoRows] = {}
+    for rows in stream_rows_on_ray(
+        tasks, address, table_uri, dimension=dimension, workers=workers, done=done
+    ):
+        by_name[rows.name] = rows
+        if progress is not None:
+            progress(rows)
+    done.repos = [by_name[t.name] for t in tasks]
+    return done
 
 
 def ray_executor(
     address: str, table_uri: str, *, workers: int | None = None
 ) -> Callable[[int], Executor]:
     """The builder's executor seam for ``--ray ADDRESS``: given the vectors' dimension,
-    the function that reads the tasks on the cluster (their rows already committed,
-    ``written``). Checks now, before the build takes its lock, that Ray and lance-ray
-    are installed and that the cluster answers: one line otherwise."""
+    the function that reads the tasks on the cluster, each repository handed on as it
+    finishes (the builder's progress), its rows already on the storage (``written``)
+    and committed once after the last. Checks now, before the build takes its lock,
+    that Ray and lance-ray are installed and that the cluster answers: one line
+    otherwise."""
     _modules()
     check_answers(address)
 
     def for_dimension(dimension: int) -> Executor:
-        def run(tasks: Sequence[RepoTask]) -> list[RepoRows]:
-            done = build_rows_on_ray(
+        def run(tasks: Sequence[RepoTask]) -> Iterator[RepoRows]:
+            return stream_rows_on_ray(
                 tasks, address, table_uri, dimension=dimension, workers=workers
             )
-            return done.repos
 
         return run
 

@@ -76,8 +76,8 @@ def parse_repos(text: str, base: Path) -> list[RepoSpec]:
 
 
 def default_name(source: str) -> str:
-    """A folder's or URL's last part, less ``.git``."""
-    last = re.split(r"[/:]", source.rstrip("/"))[-1]
+    """A folder's or URL's last part, less ``.git`` (``…/name/.git``: ``name``)."""
+    last = re.split(r"[/:]", source.rstrip("/").removesuffix("/.git"))[-1]
     return last.removesuffix(".git")
 
 

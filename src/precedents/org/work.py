@@ -114,35 +114,67 @@ def repo_rows(task: RepoTask, embedder: Embedder | None = None) -> RepoRows:
     try:
         return _repo_rows(task, settings, embedder, out)
     except Exception as exc:  # one repository's failure is its entry's error, not the build's
-        out.error = (
-            f"{type(exc).__name__}: {mask_secrets(str(exc).splitlines()[0] if str(exc) else '')}"[
-                :300
-            ]
-        )
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        out.error = f"{type(exc).__name__}: {mask_secrets(first)}"[:300]
         out.changed = False
         return out
 
 
-def _repo_rows(
-    task: RepoTask, settings: Settings, embedder: Embedder | None, out: RepoRows
-) -> RepoRows:
+def unchanged(task: RepoTask) -> RepoRows | None:
+    """The repository's result when its files hash to the served digest (nothing to
+    read further: the builder asks before starting any worker), else None."""
+    if not task.digest:
+        return None
+    try:
+        scan = _scan(task, task.settings or load_settings())
+    except Exception:  # the worker will say what is wrong with it
+        return None
+    if scan is None or scan.digest != task.digest:
+        return None
+    return RepoRows(task.name, records=len(task.known), digest=scan.digest)
+
+
+@dataclass
+class _Scan:
+    """A repository's files (at most MAX_DOCUMENTS), with their paths and hashes."""
+
+    hashed: list[tuple[SourceFile, str, str]]
+    digest: str
+    refused: list[str]
+
+
+def _scan(task: RepoTask, settings: Settings) -> _Scan | None:
+    """Walk and hash the repository's files; None when its folder is not there."""
     from precedents.models.embedding import canonical_model_id
 
     root = Path(task.path)
     if not root.is_dir():
-        out.error = f"{shown_path(task.source)}: no such folder"
-        return out
+        return None
     found = walk(project_sources(root))
     files = sorted(found.files, key=lambda f: str(f.path))
+    # A file whose path carries a secret is withheld by the walk, as in the local index
+    # (its name is shown masked): a refusal of this repository's.
+    refused = [f"{w.path}: {w.reason}" for w in found.withheld]
     if len(files) > MAX_DOCUMENTS:
-        out.refused.append(
+        refused.append(
             f"{len(files):,} files to index: only the first {MAX_DOCUMENTS:,} by path "
             f"(at most {MAX_DOCUMENTS:,} documents a repository)"
         )
         files = files[:MAX_DOCUMENTS]
     hashed = [(f, _relpath(f, root), _sha256(f.path)) for f in files]
     model = canonical_model_id(settings.model_spec())
-    out.digest = files_digest([(rel, h) for _, rel, h in hashed], model)
+    return _Scan(hashed, files_digest([(rel, h) for _, rel, h in hashed], model), refused)
+
+
+def _repo_rows(
+    task: RepoTask, settings: Settings, embedder: Embedder | None, out: RepoRows
+) -> RepoRows:
+    root = Path(task.path)
+    scan = _scan(task, settings)
+    if scan is None:
+        out.error = f"{shown_path(task.source)}: no such folder"
+        return out
+    hashed, out.digest, out.refused = scan.hashed, scan.digest, list(scan.refused)
     if task.digest and out.digest == task.digest:
         out.records = len(task.known)
         return out  # nothing changed: the served rows stay, nothing read further
@@ -160,9 +192,9 @@ def _repo_rows(
             out.refused.append(f"{shown_path(rel)}: {why}")
             continue
         mark, successors = marks.get(str(src.path), ("", ""))
-        print_ = fingerprint(p.file.sha256, mark, successors)
-        present[rel] = print_
-        if task.known.get(rel) != print_:
+        now = fingerprint(p.file.sha256, mark, successors)
+        present[rel] = now
+        if task.known.get(rel) != now:
             pending.append((rel, p, mark, successors))
     out.removed = sorted(p for p, old in task.known.items() if present.get(p) != old)
     out.records = len(present)
@@ -314,7 +346,7 @@ def _rows(
             columns["decided"].append(doc.decided)
             columns["mark"].append(mark)
             columns["successors"].append(successors)
-            columns["url"].append(shown_path(task.source))
+            columns["url"].append(mask_secrets(task.source))
     flat = vectors.reshape(-1)
     data: dict[str, Any] = dict(columns)
     data["vector"] = pa.FixedSizeListArray.from_arrays(pa.array(flat, type=pa.float32()), dimension)
