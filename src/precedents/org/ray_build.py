@@ -10,7 +10,8 @@ handing back only their metadata and the repository's summary: vectors never
 travel through the driver. The driver then makes ONE Lance commit (an ``Append``
 of every fragment; an ``Overwrite`` when the table does not exist yet), so a build
 adds one version, not one per repository, and a killed build leaves files no
-version names (the previous one keeps serving; Lance's cleanup removes them). The
+version names (the previous one keeps serving; Lance's cleanup removes them once
+they are old enough). The
 builder then deletes the replaced rows and writes the pointer last, as without Ray.
 
 Workers reach the same storage through the same standard chain: the driver's
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from precedents.errors import OrgError, OrgUnreachable
+from precedents.org.location import shown
 from precedents.org.table import org_schema
 from precedents.org.work import RepoRows, RepoTask
 
@@ -107,7 +109,7 @@ def _connect(ray: Any, address: str) -> None:
         )
     except Exception as exc:  # Ray raises ConnectionError, RuntimeError, ValueError…
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise OrgUnreachable(f"Ray cluster at {address}: {first[:300]}") from None
+        raise OrgUnreachable(f"Ray cluster at {shown(address)}: {shown(first)[:300]}") from None
 
 
 class _Worker:
@@ -194,7 +196,7 @@ def stream_rows_on_ray(
             rss = [int(r) for r in ray.get([a.rss.remote() for a in actors])]
         except ray.exceptions.RayError as exc:
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[-1]
-            raise OrgError(f"org build on Ray failed: {first[:300]}") from None
+            raise OrgError(f"org build on Ray failed: {shown(first)[:300]}") from None
         version = _commit(table_uri, dimension, fragments)
         if done is not None:
             done.version, done.workers, done.worker_rss = version, count, rss
