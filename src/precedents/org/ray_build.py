@@ -1,7 +1,8 @@
 """``org build --ray``: each repository parsed and embedded on a Ray cluster, one commit.
 
-The builder (:mod:`precedents.org.builder`) hands the repositories to
-:func:`build_rows_on_ray` instead of its local process pool. On the cluster, an
+The builder (:mod:`precedents.org.builder`) hands the repositories that changed
+to :func:`stream_rows_on_ray` (through :func:`ray_executor`) instead of its local
+process pool. On the cluster, an
 ``ActorPool`` of workers (one CPU each) loads the embedding model once per actor,
 reads a repository with the local index's own readers
 (:func:`precedents.org.work.repo_rows`) and writes its new rows straight to the
@@ -11,8 +12,8 @@ travel through the driver. The driver then makes ONE Lance commit (an ``Append``
 of every fragment; an ``Overwrite`` when the table does not exist yet), so a build
 adds one version, not one per repository, and a killed build leaves files no
 version names (the previous one keeps serving; Lance's cleanup removes them once
-they are old enough). The
-builder then deletes the replaced rows and writes the pointer last, as without Ray.
+they are old enough). The builder then deletes the replaced rows and writes the
+pointer last, as without Ray.
 
 Workers reach the same storage through the same standard chain: the driver's
 ``AWS_*``/``AZURE_*``/``GOOGLE_*`` variables go to them in the job's ``runtime_env``
