@@ -202,3 +202,35 @@ def test_address_forms() -> None:
     check_answers("auto")  # Ray's own lookup, checked by ray.init
     env = {"AWS_ENDPOINT_URL": "x", "GOOGLE_APPLICATION_CREDENTIALS": "y", "HOME": "/root"}
     assert forwarded_env(env) == {"AWS_ENDPOINT_URL": "x", "GOOGLE_APPLICATION_CREDENTIALS": "y"}
+
+
+def test_build_rows_on_ray_one_commit_and_progress(
+    tmp_path: Path, home: Path, ray_cluster: str
+) -> None:
+    """The function itself: each repository reported as it finishes, its rows written by
+    the worker (``written``, no rows sent back), one commit creating the table."""
+    import lance
+
+    from precedents.config import load_settings
+    from precedents.org.ray_build import build_rows_on_ray
+    from precedents.org.work import RepoTask
+
+    settings = load_settings()
+    repos = tmp_path / "repos"
+    tasks = []
+    for i in (5, 6):
+        make_repo(repos / f"svc-{i:04d}", i, 4)
+        path = str(repos / f"svc-{i:04d}")
+        tasks.append(RepoTask(f"svc-{i:04d}", path, path, settings=settings))
+    table = str(tmp_path / "index" / "chunks.lance")
+    seen: list[str] = []
+    done = build_rows_on_ray(
+        tasks, ray_cluster, table, dimension=384, workers=2, progress=lambda r: seen.append(r.name)
+    )
+    assert sorted(seen) == ["svc-0005", "svc-0006"]
+    assert [r.name for r in done.repos] == ["svc-0005", "svc-0006"]
+    assert all(r.rows is None and r.written == r.chunks > 0 for r in done.repos)
+    ds = lance.dataset(table)
+    assert done.version == ds.version == 1  # one commit made the table
+    assert ds.count_rows() == sum(r.written for r in done.repos)
+    assert done.workers == 2 and len(done.worker_rss) == 2 and min(done.worker_rss) > 0
