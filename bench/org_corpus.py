@@ -1,4 +1,4 @@
-"""Synthetic repositories for the org index's scale bench (issue #30, docs/org-scale.md).
+"""Synthetic repositories for the org index's scale bench (issue #30, docs/org.md, "Scale").
 
 ``make_corpus(out, repos)`` writes ``repos`` folders under ``out``, each a repository
 of about 60 records the local index's own readers find: ADRs under ``docs/adr/``

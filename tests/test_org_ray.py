@@ -1,5 +1,5 @@
 """`org build --ray`: the org index built on a real local Ray cluster through lance-ray
-(issue #30 item 1, docs/org-scale.md), into a real S3-compatible server (moto's).
+(issue #30 item 1, docs/org.md, "Scale"), into a real S3-compatible server (moto's).
 
 The same repositories built by one local process and by the cluster give the same rows;
 the cluster's build adds one commit; an incremental build on the cluster embeds only
