@@ -179,6 +179,17 @@ def run_hook(
     )
 
 
+def hook_context(home: Path, stdin: bytes, *args: str) -> str:
+    """The hook's ``additionalContext`` for ``stdin`` (empty when it stays silent); the
+    hook must exit 0."""
+    done = run_hook(home, stdin, *args)
+    assert done.returncode == 0, done.stderr.decode()
+    if not done.stdout.strip():
+        return ""
+    out = json.loads(done.stdout)["hookSpecificOutput"]
+    return str(out.get("additionalContext") or "")
+
+
 def run_cli(home: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`python -m precedents.cli ARGS` in ``cwd`` with the hooks' environment for ``home``."""
     return subprocess.run(

@@ -30,6 +30,16 @@ import pytest
 BIN = Path(sys.executable).parent
 
 
+def git(root: Path, *args: str) -> None:
+    """Run git in ``root`` with a committer set (the tests' repositories are real ones)."""
+    subprocess.run(
+        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
+        cwd=root,
+        check=True,
+        capture_output=True,
+    )
+
+
 def free_port() -> int:
     """A TCP port nobody listens on now (127.0.0.1)."""
     with socket.socket() as s:
@@ -44,13 +54,14 @@ class S3Server:
     endpoint: str
     process: subprocess.Popen[bytes]
 
-    def env(self) -> dict[str, str]:
-        """The standard chain's variables for this server (test keys: moto accepts any)."""
+    def env(self, key_id: str = "test", secret: str = "test") -> dict[str, str]:
+        """The standard chain's variables for this server (test keys: moto accepts any,
+        unless it was started to check them)."""
         return {
             "AWS_ENDPOINT_URL": self.endpoint,
             "AWS_ALLOW_HTTP": "true",
-            "AWS_ACCESS_KEY_ID": "test",
-            "AWS_SECRET_ACCESS_KEY": "test",
+            "AWS_ACCESS_KEY_ID": key_id,
+            "AWS_SECRET_ACCESS_KEY": secret,
             "AWS_DEFAULT_REGION": "us-east-1",
             "AWS_REGION": "us-east-1",
         }
@@ -68,38 +79,52 @@ class S3Server:
         )
         client.create_bucket(Bucket=name)
 
+    def stop(self) -> None:
+        """Terminate the server's process (killed when it does not go)."""
+        self.process.terminate()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(10)
+        if self.process.poll() is None:
+            self.process.kill()
 
-@pytest.fixture(scope="session")
-def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
-    """moto's standalone S3 server in its own process, for the whole session."""
+
+def start_moto(log: Path, checks_after: int | None = None) -> S3Server:
+    """moto's standalone S3 server in its own process, answering; with ``checks_after``
+    it checks credentials and IAM policies after that many calls
+    (``INITIAL_NO_AUTH_ACTION_COUNT``: the calls that create the users)."""
     port = free_port()
-    log = tmp_path_factory.mktemp("moto") / "server.log"
+    env = dict(os.environ)
+    if checks_after is not None:
+        env["INITIAL_NO_AUTH_ACTION_COUNT"] = str(checks_after)
     with log.open("wb") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
+            env=env,
         )
-    endpoint = f"http://127.0.0.1:{port}"
+    server = S3Server(f"http://127.0.0.1:{port}", process)
     deadline = time.monotonic() + 60
     while True:
         try:
-            urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=2).close()
-            break
+            urllib.request.urlopen(f"{server.endpoint}/moto-api/", timeout=2).close()
+            return server
         except OSError:
             if process.poll() is not None or time.monotonic() > deadline:
                 process.kill()
                 pytest.fail(f"moto server did not start: {log.read_text(errors='replace')[-500:]}")
             time.sleep(0.1)
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """moto's standalone S3 server in its own process, for the whole session."""
+    server = start_moto(tmp_path_factory.mktemp("moto") / "server.log")
     try:
-        yield S3Server(endpoint, process)
+        yield server
     finally:
-        process.terminate()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(10)
-        if process.poll() is None:
-            process.kill()
+        server.stop()
 
 
 @pytest.fixture

@@ -34,7 +34,7 @@ from precedents.org.table import LOCK, SERVED, Served
 from precedents.rules.scope import Scope, rule_scope
 from precedents.secrets.mask import find_secrets
 from tests import conftest_org
-from tests.conftest_org import S3Server, free_port
+from tests.conftest_org import S3Server, free_port, git
 
 # The real services' fixtures (tests/conftest_org.py), used by name below.
 s3_server = conftest_org.s3_server
@@ -50,20 +50,11 @@ PLANTED_KEY = "AKIAQ3EGRV7WKMZ4P2XN"
 PLANTED_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzX9Q8mLp3T"
 
 
-def _git(root: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
-        cwd=root,
-        check=True,
-        capture_output=True,
-    )
-
-
 def _commit(root: Path) -> None:
     if not (root / ".git").exists():
-        _git(root, "init", "-q")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-qm", "change", "--allow-empty")
+        git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "change", "--allow-empty")
 
 
 def make_repos(base: Path) -> dict[str, Path]:
@@ -466,31 +457,12 @@ def test_scope_org_front_matter() -> None:
 def iam_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """A second moto server that enforces IAM after its first 7 actions: a bucket, a user
     who may do everything in S3, one who may only read."""
-    import urllib.request
-
     import boto3
 
-    port = free_port()
-    log = tmp_path_factory.mktemp("moto-iam") / "server.log"
-    env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "7"}
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env=env,
-        )
-    endpoint = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=2).close()
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"moto did not start: {log.read_text()[-300:]}")
-            time.sleep(0.1)
+    server = conftest_org.start_moto(
+        tmp_path_factory.mktemp("moto-iam") / "server.log", checks_after=7
+    )
+    endpoint = server.endpoint
     kw: dict[str, Any] = {
         "endpoint_url": endpoint,
         "aws_access_key_id": "test",
@@ -512,8 +484,7 @@ def iam_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, A
     try:
         yield {"endpoint": endpoint, "uri": f"s3://{name}/index", "keys": keys}
     finally:
-        proc.terminate()
-        proc.wait(10)
+        server.stop()
 
 
 def test_denied_write_and_wrong_credentials(

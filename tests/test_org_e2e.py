@@ -8,12 +8,13 @@ chain, pulls it in the background; then the hook, run as Claude Code runs it,
 in a project that never cloned either repository, is handed the payments ADR
 marked with its status and its repository — by the prompt hook and by the
 file hook for a path the ADR names — and `precedents query` (the ranking path
-MCP's search shares) lists the same records. A second build after one ADR
+MCP's recall tool shares) lists the same records. A second build after one ADR
 changed reaches the running daemon without a restart.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -29,12 +30,14 @@ import pytest
 from tests import conftest_org
 from tests.conftest_daemon import (
     file_json,
+    hook_context,
     hook_env,
     prompt_json,
-    run_hook,
     stop_daemon,
     wait_ready,
 )
+from tests.conftest_org import git
+from tests.mcp_client import session_calls, text_of
 from tests.org_fixture import PAYMENTS_ADRS, default_repos, index_project, write_repo
 
 s3_server = conftest_org.s3_server
@@ -46,25 +49,16 @@ LIVE = "docs/adr/0002-charge-cards-through-the-outbox.md"
 CHARGE = "should checkout charge the card synchronously with the card processor?"
 
 
-def _git(root: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.email=t@example.com", "-c", "user.name=t", *args],
-        cwd=root,
-        check=True,
-        capture_output=True,
-    )
-
-
 def _repo(folder: Path, files: dict[str, str]) -> Path:
     """A real git repository holding ``files``, committed."""
     folder.mkdir(parents=True)
-    _git(folder, "init", "-q")
+    git(folder, "init", "-q")
     for rel, text in files.items():
         target = folder / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
-    _git(folder, "add", "-A")
-    _git(folder, "commit", "-qm", "decisions")
+    git(folder, "add", "-A")
+    git(folder, "commit", "-qm", "decisions")
     return folder
 
 
@@ -95,13 +89,17 @@ def _org_build(home: Path, listing: Path, uri: str, env: dict[str, str]) -> dict
     return data
 
 
-def _context(home: Path, stdin: bytes, *args: str) -> str:
-    done = run_hook(home, stdin, *args)
-    assert done.returncode == 0, done.stderr.decode()
-    if not done.stdout.strip():
-        return ""
-    out = json.loads(done.stdout)["hookSpecificOutput"]
-    return str(out.get("additionalContext") or "")
+def _query(home: Path, project: Path) -> subprocess.CompletedProcess[str]:
+    """`precedents query CHARGE --json` in ``project``: the daemon's ranking, as MCP's."""
+    return subprocess.run(
+        [sys.executable, "-m", "precedents.cli", "query", CHARGE, "--json"],
+        capture_output=True,
+        text=True,
+        cwd=project,
+        env=hook_env(home),
+        timeout=300,
+        check=False,
+    )
 
 
 def _served_version(home: Path) -> int:
@@ -170,7 +168,7 @@ def test_an_adr_of_a_repository_never_cloned_reaches_the_agent(org: dict[str, An
     _until("the daemon's first pull", lambda: _served_version(home))
 
     def prompt() -> str:
-        context = _context(home, prompt_json(CHARGE, checkout))
+        context = hook_context(home, prompt_json(CHARGE, checkout))
         return context if f"org://payments/{SUPERSEDED}" in context else ""
 
     context = _until("the org ADR in the prompt hook's answer", prompt, 60)
@@ -182,22 +180,20 @@ def test_an_adr_of_a_repository_never_cloned_reaches_the_agent(org: dict[str, An
 
     # The file hook: a path of this project that the payments ADR names.
     touched = checkout / "src" / "payments" / "client.py"
-    on_file = _context(home, file_json(touched, checkout, f"org-{uuid.uuid4()}"), "file")
+    on_file = hook_context(home, file_json(touched, checkout, f"org-{uuid.uuid4()}"), "file")
     assert f"org://payments/{SUPERSEDED}" in on_file, on_file
 
     # `query` ranks through the same path as the hook and MCP's search.
-    done = subprocess.run(
-        [sys.executable, "-m", "precedents.cli", "query", CHARGE, "--json"],
-        capture_output=True,
-        text=True,
-        cwd=checkout,
-        env=hook_env(home),
-        timeout=300,
-        check=False,
-    )
+    done = _query(home, checkout)
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)["results"]
     assert any(row.get("org") and row.get("repo") == "payments" for row in rows), done.stdout
+
+    # MCP's recall tool, through the MCP SDK's real client and `precedents mcp`.
+    calls = [("recall", {"query": CHARGE, "project": str(checkout)})]
+    answer = text_of(asyncio.run(session_calls(hook_env(home), checkout, calls))[1][0])
+    found = [r for r in answer["records"] if r.get("org") and r.get("repo") == "payments"]
+    assert any(SUPERSEDED in r["path"] and "superseded" in r.get("mark", "") for r in found), answer
 
     # One ADR changed upstream: a second build, pulled by the running daemon.
     changed = org["payments"] / LIVE
@@ -205,7 +201,7 @@ def test_an_adr_of_a_repository_never_cloned_reaches_the_agent(org: dict[str, An
         PAYMENTS_ADRS[LIVE].replace("by a worker.", "by the ledger worker every second."),
         encoding="utf-8",
     )
-    _git(org["payments"], "commit", "-qam", "amended")
+    git(org["payments"], "commit", "-qam", "amended")
     first = _served_version(home)
     again = _org_build(home, org["listing"], org["uri"], org["env"])
     assert again != org["built"]
@@ -216,15 +212,7 @@ def test_an_adr_of_a_repository_never_cloned_reaches_the_agent(org: dict[str, An
 
     # The hook's lines are headlines: the amended text is seen through `query`'s rows.
     def amended() -> bool:
-        done = subprocess.run(
-            [sys.executable, "-m", "precedents.cli", "query", CHARGE, "--json"],
-            capture_output=True,
-            text=True,
-            cwd=checkout,
-            env=hook_env(home),
-            timeout=300,
-            check=False,
-        )
+        done = _query(home, checkout)
         return "ledger worker" in done.stdout
 
     _until("the amended ADR served without a restart", amended, 60)

@@ -36,8 +36,14 @@ from precedents.org.status import (
 )
 from precedents.query_daemon.org_pull import OrgPulls
 from precedents.store.snapshot_file import read as read_snapshot
-from tests.conftest_daemon import prompt_json, run_hook, start_fake_daemon, stop_daemon
-from tests.conftest_org import S3Server, bucket, free_port, s3_env, s3_server  # noqa: F401
+from tests.conftest_daemon import alive, prompt_json, run_hook, start_fake_daemon, stop_daemon
+from tests.conftest_org import (  # noqa: F401
+    S3Server,
+    bucket,
+    s3_env,
+    s3_server,
+    start_moto,
+)
 from tests.org_tables import OrgTable, write_pointer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -326,7 +332,7 @@ def test_the_hook_never_waits_for_a_hanging_pull(
         finally:
             stop_daemon(proc)
         assert child
-        _wait_for(lambda: not _alive(child), 20, "the pull child to be stopped")
+        _wait_for(lambda: not alive(child), 20, "the pull child to be stopped")
 
 
 def _session_json(cwd: Path) -> bytes:
@@ -340,19 +346,6 @@ def _session_json(cwd: Path) -> bytes:
     ).encode()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (not reaped yet) counts as gone.
-    with contextlib.suppress(OSError):
-        return " Z " not in Path(f"/proc/{pid}/stat").read_text().split(")", 1)[1][:4]
-    return True
-
-
 @pytest.mark.usefixtures("s3_env")
 def test_a_hung_pull_is_killed_and_said(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with hanging_endpoint() as url:
@@ -362,7 +355,7 @@ def test_a_hung_pull_is_killed_and_said(home: Path, monkeypatch: pytest.MonkeyPa
         started = time.monotonic()
         code = pulls.pull_once()
         assert code not in (None, 0) and time.monotonic() - started < 30
-        assert pulls.child is not None and not _alive(pulls.child.pid)
+        assert pulls.child is not None and not alive(pulls.child.pid)
     status = read_status(home / "org")
     assert status is not None and "no answer after 3s" in status.last_error
     assert status.uri == "s3://hangs/index" and status.version is None
@@ -403,19 +396,9 @@ def checking_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
     user's environment."""
     import boto3
 
-    port = free_port()
-    log = tmp_path_factory.mktemp("moto-auth") / "server.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-            env={**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": "3"},
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    endpoint = f"http://127.0.0.1:{port}"
+    server = start_moto(tmp_path_factory.mktemp("moto-auth") / "server.log", checks_after=3)
+    endpoint = server.endpoint
     try:
-        _wait_for(lambda: _answers(endpoint), 60, "moto with auth")
         iam = boto3.client(
             "iam",
             endpoint_url=endpoint,
@@ -430,14 +413,7 @@ def checking_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
             "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}],
         }
         iam.put_user_policy(UserName="ci", PolicyName="all", PolicyDocument=json.dumps(allow))
-        env = {
-            "AWS_ENDPOINT_URL": endpoint,
-            "AWS_ALLOW_HTTP": "true",
-            "AWS_ACCESS_KEY_ID": key["AccessKeyId"],
-            "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"],
-            "AWS_DEFAULT_REGION": "us-east-1",
-            "AWS_REGION": "us-east-1",
-        }
+        env = server.env(key["AccessKeyId"], key["SecretAccessKey"])
         boto3.client(
             "s3",
             endpoint_url=endpoint,
@@ -447,18 +423,7 @@ def checking_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
         ).create_bucket(Bucket="checked-org")
         yield endpoint, env
     finally:
-        process.kill()
-        process.wait(10)
-
-
-def _answers(endpoint: str) -> bool:
-    import urllib.request
-
-    try:
-        urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=2).close()
-    except OSError:
-        return False
-    return True
+        server.stop()
 
 
 def test_wrong_credentials_are_one_line_and_keep_the_snapshot(

@@ -32,9 +32,9 @@ from precedents.recall.org import OrgRecords, origin_url, repo_key
 from precedents.recall.source import Model
 from tests.conftest_daemon import (
     file_json,
+    hook_context,
     prompt_json,
     run_cli,
-    run_hook,
     settings_for,
     start_daemon,
     stop_daemon,
@@ -111,17 +111,8 @@ def org_daemon(org_state: OrgState) -> Iterator[subprocess.Popen[bytes]]:
         stop_daemon(proc)
 
 
-def _context(home: Path, stdin: bytes, *args: str) -> str:
-    done = run_hook(home, stdin, *args)
-    assert done.returncode == 0, done.stderr.decode()
-    if not done.stdout.strip():
-        return ""
-    out = json.loads(done.stdout)["hookSpecificOutput"]
-    return str(out.get("additionalContext") or "")
-
-
 def _prompt(state: OrgState, text: str, project: Path) -> str:
-    return _context(state.home, prompt_json(text, project))
+    return hook_context(state.home, prompt_json(text, project))
 
 
 def _line(context: str, needle: str) -> str:
@@ -148,17 +139,17 @@ def test_the_file_hook_gives_an_org_adr_naming_the_touched_path(
 ) -> None:
     touched = org_state.checkout / "src" / "payments" / "client.py"
     session = f"org-{uuid.uuid4()}"
-    context = _context(org_state.home, file_json(touched, org_state.checkout, session), "file")
+    context = hook_context(org_state.home, file_json(touched, org_state.checkout, session), "file")
     line = _line(context, f"org://payments/{SUPERSEDED}")
     assert line.startswith("⚠️superseded → ADR-0002 adr (org, payments)"), line
     # A `scope: org` rule scoped to files attaches to a file of this project in scope.
     migration = org_state.checkout / "db" / "migrations" / "0007_drop_total.sql"
-    rule = _context(org_state.home, file_json(migration, org_state.checkout, session), "file")
+    rule = hook_context(org_state.home, file_json(migration, org_state.checkout, session), "file")
     line = _line(rule, "org://platform/.cursor/rules/migrations.mdc")
     assert line.startswith("rule (org, platform)  migrations"), line
     # A file the org records name nothing of gets nothing of them.
     other = org_state.checkout / "src" / "cart" / "total.py"
-    assert "org://" not in _context(
+    assert "org://" not in hook_context(
         org_state.home, file_json(other, org_state.checkout, session), "file"
     )
 

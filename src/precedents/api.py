@@ -656,8 +656,6 @@ def org_build(
     """`org build`: the repositories ``repos_from`` lists, read, checked, masked and
     embedded into the org index at ``to`` (docs/org.md, "Building"). A URI that is no
     URI, a bad repos file: :class:`UsageError`; the storage's refusals: the org errors."""
-    import importlib
-
     from precedents.errors import OrgError
 
     try:
@@ -675,19 +673,9 @@ def org_build(
     specs = read_repos(repos_from)
     executor = None
     if ray is not None:
-        try:
-            on_ray = importlib.import_module("precedents.org.ray_build").build_rows_on_ray
-        except ImportError as exc:
-            raise OrgError(
-                f"--ray needs precedents[org-ray] (pip install 'precedents[org-ray]'): {exc.name}"
-                " is not installed"
-            ) from None
+        # Ray and lance-ray imported, the cluster's address answering, before the lock is taken.
+        from precedents.org.ray_build import ray_executor
 
-        def executor(dimension: int) -> Any:
-            def run(tasks: Any) -> Any:
-                return on_ray(tasks, ray, location.table_uri, dimension=dimension, workers=workers)
-
-            return run
-
+        executor = ray_executor(ray, location.table_uri, workers=workers)
     report = build(settings, specs, location, workers=workers, executor=executor, progress=progress)
     return report.as_dict()
