@@ -40,10 +40,19 @@ ALLOWED: dict[tuple[str, str, str], str] = {
     ("query_daemon/starter.py", "*", "read"): "the daemon a client starts inherits it",
     ("mcp/handshake.py", "*", "read"): "the child's environment, minus precedents' own",
     ("ingest/git_log.py", "*", "read"): "git runs in the user's environment, never prompting",
+    # The org index (docs/org.md): the storage's standard chain is the storage's own,
+    # read by obstore, Lance and git as they are given it, never a precedents setting.
+    ("org/mirror.py", "*", "read"): "obstore's client options from the storage's chain",
+    ("org/ray_build.py", "*", "read"): "the storage chain forwarded to the Ray workers",
+    ("org/repos.py", "*", "read"): "git clones in the user's environment, never prompting",
+    ("query_daemon/org_pull.py", "*", "read"): "the pull child inherits it (the chain)",
     # Settings for third-party libraries, written before they are imported.
     ("models/embedding.py", "HF_HUB_OFFLINE", "write"): "no download outside `setup`",
     ("models/embedding.py", "TOKENIZERS_PARALLELISM", "write"): "no forked tokenizer threads",
     ("models/hub.py", "HF_HUB_OFFLINE", "write"): "`setup` is the one command that downloads",
+    ("query_daemon/__main__.py", "OPENBLAS_NUM_THREADS", "write"): (
+        "a question's product on one thread: a second one waits to be scheduled (docs/org.md)"
+    ),
 }
 
 _WRITES = {"setdefault", "pop", "update", "clear", "__setitem__", "__delitem__"}
