@@ -35,10 +35,8 @@ from tests.conftest_daemon import (
     hook_context,
     prompt_json,
     run_cli,
+    running_daemon,
     settings_for,
-    start_daemon,
-    stop_daemon,
-    wait_ready,
 )
 from tests.org_fixture import (
     PAYMENTS_ADRS,
@@ -103,12 +101,8 @@ def org_state(tmp_path_factory: pytest.TempPathFactory, embedder: Any) -> OrgSta
 @pytest.fixture(scope="module")
 def org_daemon(org_state: OrgState) -> Iterator[subprocess.Popen[bytes]]:
     """A real daemon subprocess over :func:`org_state`, ready."""
-    proc = start_daemon(org_state.home)
-    try:
-        wait_ready(org_state.home, proc)
+    with running_daemon(org_state.home) as proc:
         yield proc
-    finally:
-        stop_daemon(proc)
 
 
 def _prompt(state: OrgState, text: str, project: Path) -> str:
