@@ -10,8 +10,10 @@ behaviour, not speed (bench/big_pull.py measures 5,000 notes):
 - a pull of more files than a group is searchable by its heads first: every
   pulled note is in the store under a provisional hash (ingest/heads.py) before
   the full pass has finished, and the full pass then replaces every head;
-- the threads that embed run at background priority (Linux: a waking hook is
-  scheduled ahead of them), and the caller's own thread keeps its priority;
+- the pull is indexed by the watcher's child process (watcher/child.py), every
+  thread of it at background priority (Linux: a waking hook is scheduled ahead
+  of them); the watcher holds neither the model nor LanceDB, and the caller's
+  own thread keeps its priority;
 - a batch's memory goes back after it (the model keeps no arena of its largest
   batch), and the daemon's refresh exports run at background priority.
 """
@@ -34,10 +36,12 @@ from precedents.config import load_settings
 from precedents.ingest.background import BACKGROUND_NICE
 from precedents.ingest.heads import provisional
 from precedents.ingest.sources import Sources
+from precedents.models.embedding import load_embedder
 from precedents.recall.exported import Exporter
 from precedents.store import Store
 from precedents.watcher import Watcher, WatchTiming
 from precedents.watcher.batches import APPLY_FILES, BURST_HEADS_FROM
+from precedents.watcher.child import ChildSide
 from tests.team_repos import git, team_repos
 
 NOTES = 300
@@ -65,10 +69,10 @@ def nice_of(tid: int) -> int:
     return os.getpriority(os.PRIO_PROCESS, tid)
 
 
-def niced_threads() -> int:
-    """Threads of this process at background priority (Linux)."""
+def niced_threads(pid: int | str = "self") -> int:
+    """Threads of a process at background priority (Linux)."""
     count = 0
-    for task in Path("/proc/self/task").iterdir():
+    for task in Path(f"/proc/{pid}/task").iterdir():
         try:
             fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
@@ -95,11 +99,11 @@ def test_a_pull_of_300_notes_lands_in_batches_at_background_priority(
     watcher = Watcher(settings, folders=Sources(project=str(bob)), timing=WatchTiming(0.3))
     with watcher:
         assert watcher.wait_ready(240)
-        # The model, loaded by the watcher's own thread (this one must not load it: it
-        # would be lowered for good).
-        assert watcher._loader is not None and watcher._indexer is not None
-        watcher._loader.join(240)
-        model = watcher._indexer.embedder
+        # The store side runs in the watcher's child: this process holds no store
+        # and no model of the watcher's.
+        side = watcher.side
+        assert isinstance(side, ChildSide)
+        model = load_embedder(settings.model_spec())
         reader = Store(settings.index_dir, model.model_id, model.dimension, reader=True)
 
         def notes() -> list[str]:
@@ -119,15 +123,18 @@ def test_a_pull_of_300_notes_lands_in_batches_at_background_priority(
         headed = 0
         niced: set[int] = set()
         background = 0
-        worker = next(t for t in threading.enumerate() if t.name == "precedents-watcher")
         deadline = time.monotonic() + BOUND_S
         while len(indexed := notes()) < NOTES + 1:
             assert time.monotonic() < deadline, f"{len(indexed)} of {NOTES + 1} indexed"
             seen.add(len(indexed))
             headed = max(headed, sum(provisional(f) for f in reader.files().values()))
-            if LINUX and worker.native_id is not None:
-                niced.add(nice_of(worker.native_id))
-                background = max(background, niced_threads())
+            child = side.pid
+            if LINUX and child is not None:
+                try:
+                    niced.add(nice_of(child))
+                    background = max(background, niced_threads(child))
+                except OSError:
+                    pass  # it ended (recycled) between the two reads
             time.sleep(0.2)
         # Every note there at once: by its head (the full pass, ~8 s here, follows).
         headed = max(headed, sum(provisional(f) for f in reader.files().values()))
@@ -162,8 +169,8 @@ def test_a_pull_of_300_notes_lands_in_batches_at_background_priority(
     assert nice_of(threading.get_native_id()) == main_nice
     if LINUX:
         assert niced and min(niced) >= BACKGROUND_NICE, niced
-        # ONNX Runtime's compute thread too: the watcher created the store, so the
-        # model loaded at start, in a thread of its own at background priority.
+        # Every thread of the child (ONNX Runtime's compute threads among them) was
+        # born at background priority: the child lowered its main thread first.
         assert background >= (2 if (os.cpu_count() or 1) >= 2 else 1), background
 
 

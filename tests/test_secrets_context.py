@@ -319,9 +319,9 @@ def test_the_indexer_withholds_routed_files_and_drops_rows_of_older_stores(
 
 
 def test_the_watcher_logs_such_paths_masked() -> None:
-    from precedents.watcher.core import _listing
+    from precedents.watcher.batches import listing
 
-    line = _listing("checked", ["/n/a.md", f"/n/token-{HF_TOKEN}.md"])
+    line = listing("checked", ["/n/a.md", f"/n/token-{HF_TOKEN}.md"])
     assert HF_TOKEN not in line and "/n/a.md" in line and "[MASKED:" in line
 
 

@@ -396,8 +396,10 @@ def test_stop_waits_for_the_model_still_loading(
     def lazy(s: Any, index_dir: Path | None = None) -> LazyStore[FakeEmbedder]:
         return LazyStore(s.index_dir, FakeEmbedder.model_id, slow_load)
 
-    monkeypatch.setattr("precedents.watcher.core.lazy_store", lazy)
-    watcher = Watcher(settings, folders=Sources(project=PROJECT, notes=[notes]), timing=FAST)
+    monkeypatch.setattr("precedents.watcher.side.lazy_store", lazy)
+    watcher = Watcher(
+        settings, folders=Sources(project=PROJECT, notes=[notes]), timing=FAST, inline=True
+    )
     watcher.start()
     assert watcher.wait_ready(TIMEOUT)
     assert started.wait(TIMEOUT)

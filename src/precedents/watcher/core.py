@@ -2,8 +2,11 @@
 
 Flow: the observer thread only classifies events and records paths in a
 :class:`Debouncer`; ONE worker thread takes the paths that have gone quiet and
-hands them to the :class:`Indexer` in batches, so LanceDB writes are never
-concurrent. The worker looks at each path's *current state* (exists and belongs
+hands them to the store side in batches, so LanceDB writes are never
+concurrent. The store side (:mod:`precedents.watcher.side`: the indexer, the
+store, the model) runs in a child process started on demand
+(:mod:`precedents.watcher.child`), or in this process when the watcher was given
+its store and model. The worker looks at each path's *current state* (exists and belongs
 to a source -> index it; otherwise -> drop its rows), never at the event kinds,
 so any sequence of events an editor produces (vim's ``4913`` probe, ``~``
 backups, ``.swp``, atomic renames) ends in one index of the final file, and
@@ -23,39 +26,30 @@ import logging
 import os
 import threading
 import time
-import traceback
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 from watchdog.events import FileSystemEvent
 
 from precedents import runlock
-from precedents.adr_graph import build_graph
 from precedents.config import Settings
 from precedents.errors import PrecedentsError, UsageError
 from precedents.files import NOT_UTF8_NAME, escaped, undecodable
-from precedents.ingest.indexer import Indexer, IndexReport, lazy_store
 from precedents.ingest.registry import in_registry, registry_watch
-from precedents.ingest.removal import produced_by
 from precedents.ingest.sources import (
     SourceDir,
-    SourceFile,
     Sources,
     configured_sources,
     history_repos,
-    walk,
 )
 from precedents.models.embedding import Embedder
-from precedents.secrets.mask import mask_secrets
 from precedents.secrets.names import shown_path
-from precedents.store import FileRecord, LazyStore, Store
-from precedents.watcher.batches import apply_in_groups, heads_first
-from precedents.watcher.batches import listing as _listing
+from precedents.store import Store
+from precedents.watcher.batches import apply_in_groups
+from precedents.watcher.child import ChildSide
 from precedents.watcher.debounce import Debouncer
-from precedents.watcher.embcache import background_model, in_background
+from precedents.watcher.side import Interrupted, Outcome, Side, failed, open_side
 from precedents.watcher.watches import (
     Watches,
     awaits,
@@ -89,6 +83,7 @@ class WatchTiming:
     conversation_quiet_s: float = 2.0  # logs grow a line at a time while a session runs
     max_wait_s: float = 10.0  # a file that never goes quiet is still indexed this often
     rescan_s: float = 60.0  # re-discover sources and re-establish lost watches
+    child_idle_s: float = 60.0  # the indexing child ends after this long idle (child.py)
 
 
 @dataclass
@@ -104,8 +99,7 @@ class WatchStats:
     reconciles: int = 0
 
 
-class _Interrupted(Exception):
-    """Raised from the indexer's progress callback when stop() was asked for."""
+_Interrupted = Interrupted  # raised from the indexer's progress callback on stop()
 
 
 class _AllFailed(Exception):
@@ -124,11 +118,14 @@ class Watcher:
         store: Store | None = None,
         embedder: Embedder | None = None,
         timing: WatchTiming | None = None,
+        inline: bool | None = None,
     ) -> None:
         """Watch ``sources``, or the ``folders`` named (like ``reindex --notes ...``), or
         every configured and discovered source when neither is given.
 
         ``store``/``embedder`` default to the configured ones, opened on :meth:`start`.
+        ``inline``: index in this process (default: only when a store was given);
+        otherwise a child process does (:mod:`precedents.watcher.child`).
         """
         self.settings = settings
         self.timing = timing or WatchTiming()
@@ -138,20 +135,18 @@ class Watcher:
         self._discovering = not self._fixed and settings.discover_claude
         self._store = store
         self._embedder = embedder
+        self._inline = store is not None if inline is None else inline
         self._sources: tuple[SourceDir, ...] = ()
-        self._indexer: Indexer | None = None
+        self._side: Side | None = None
         self._watches = Watches(self._on_event)
         self._debouncer = Debouncer(self.timing.max_wait_s)
         self._pid = runlock.Claim(settings.run_dir, ROLE)
-        self._writer = runlock.WriterLock(settings.run_dir)
         self._stopping = threading.Event()
         self._ready = threading.Event()
         self._worker: threading.Thread | None = None
         self._loader: threading.Thread | None = None
         self._failures_in_row = 0
-        self._reported: dict[str, str] = {}
         self._bad_names: set[str] = set()  # events' names that are not UTF-8, said once
-        self._git_problems: set[tuple[str, str]] = set()
         self._git_dirs: dict[str, str] = {}  # watched git folders -> their repository
         self.stats = WatchStats()
 
@@ -162,8 +157,14 @@ class Watcher:
         """The source folders being watched now."""
         return self._sources
 
+    @property
+    def side(self) -> Side | None:
+        """The store side (None before :meth:`start`)."""
+        return self._side
+
     def start(self) -> None:
-        """Claim the pid file, open the store, start the observer and the worker.
+        """Claim the pid file, open the store (or ready the child that will), start the
+        observer and the worker.
 
         Returns at once; the worker's first job is the reconcile pass
         (:meth:`wait_ready` waits for it). Raises :class:`WatcherRunning` when
@@ -180,22 +181,10 @@ class Watcher:
                 + (f" (pid {pid})" if pid else "")
             )
         try:
-            if self._store is None:
-                # A new store needs the model now: it loads at background priority too.
-                inner = lazy_store(self.settings)
-                lazy = LazyStore(inner.index_dir, inner.model_id, in_background(inner.model))
-                with self._writer.held():  # opening may create or rebuild the store
-                    self._store = lazy.open()
-                load: Callable[[], Embedder] = lazy.model
+            if self._inline:
+                self._side = open_side(self.settings, self._check_stop, self._store, self._embedder)
             else:
-                given = self._embedder
-                if given is None:
-                    raise ValueError("a store was given without its embedder")
-                load = lambda: given  # noqa: E731
-            # The model loads in the background right after start (see _preload).
-            self._indexer = Indexer(
-                self.settings, self._store, lambda: background_model(load), self._writer
-            )
+                self._side = ChildSide(self.settings, self._stopping, self.timing.child_idle_s)
             self._watches.start()
             self._sync_watches()
             # daemon=True: a program that forgets stop() must still be able to exit;
@@ -220,13 +209,8 @@ class Watcher:
         )
 
     def _preload(self) -> None:
-        if self._stopping.is_set():
-            return
-        try:
-            if self._indexer is not None:
-                _ = self._indexer.embedder
-        except Exception as exc:  # the first file to index reports it again, in context
-            log.warning("loading the model failed: %s", exc)
+        if not self._stopping.is_set() and self._side is not None:
+            self._side.preload()
 
     def wait_ready(self, timeout_s: float | None = None) -> bool:
         """Wait for the start-up reconcile pass; False on timeout."""
@@ -242,6 +226,9 @@ class Watcher:
         self._debouncer.close()
         if self._watches.alive:
             self._watches.stop()
+        if self._side is not None:
+            # A child stops between two batches (SIGTERM); in-process, the worker does.
+            self._side.close(timeout_s)
         if self._worker is not None:
             self._worker.join(timeout_s)
             if self._worker.is_alive():
@@ -309,36 +296,15 @@ class Watcher:
         self._read_commits()
 
     def _read_commits(self, only: Sequence[str] | None = None) -> None:
-        """New commits of every git project, or of ``only`` (``known..HEAD``: one git call
-        when none)."""
-        assert self._indexer is not None
-        repos = history_repos(self._sources)
-        if only is not None:
-            repos = [r for r in repos if r in only]
-        if not repos:
+        """New commits of every git project, or of ``only``."""
+        assert self._side is not None
+        if not history_repos(self._sources):
             return
-        report = self._indexer.sync_commits(repos)
-        self._count(report)
-        if report.commits_indexed or report.files_deleted:
-            log.info(
-                "commits: %d new record(s), %d removed",
-                report.commits_indexed,
-                report.files_deleted,
-            )
-        # A repository's problems stand until fixed: each is logged once, not every rescan.
-        for problem in report.problems:
-            if (problem.path, problem.reason) not in self._git_problems:
-                self._git_problems.add((problem.path, problem.reason))
-                log.warning("%s: %s", problem.path, problem.reason)
+        self._count(self._side.read_commits(self._sources, only))
 
     def _drop_under(self, root: str) -> None:
-        assert self._indexer is not None and self._store is not None
-        with self._indexer.writing():
-            gone = [p for p, f in self._store.files().items() if _file(f) and within(p, root)]
-            removed = self._indexer.remove_paths(gone) if gone else 0
-        if gone:
-            self.stats.files_removed += removed
-            log.info("removed %d file(s) of vanished folder %s", removed, shown_path(root))
+        assert self._side is not None
+        self._count(self._side.drop_under(root))
 
     # -- events (observer thread) ------------------------------------------------
 
@@ -412,7 +378,10 @@ class Watcher:
             self._ready.set()
         next_rescan = time.monotonic() + self.timing.rescan_s
         while not self._stopping.is_set():
-            due = self._debouncer.take_due(max(0.0, next_rescan - time.monotonic()))
+            wait = max(0.0, next_rescan - time.monotonic())
+            if isinstance(self._side, ChildSide):
+                wait = min(wait, self._side.until_idle() + 0.05)
+            due = self._debouncer.take_due(wait)
             if self._stopping.is_set():
                 break
             try:
@@ -423,6 +392,8 @@ class Watcher:
                     next_rescan = time.monotonic() + self.timing.rescan_s
             except _Interrupted:
                 break
+            if self._side is not None:
+                self._side.idle()  # a child idle for long enough ends (watcher/child.py)
 
     def _guarded(self, job: Callable[[], None]) -> None:
         """Run one job; a failure is logged and backs off, it never ends the thread."""
@@ -433,45 +404,24 @@ class Watcher:
             raise
         except Exception as exc:
             if not isinstance(exc, _AllFailed):
-                self._failed("a watcher job", exc)
+                self.stats.failures += 1
+                failed("a watcher job", exc)
             self._failures_in_row += 1
             # One bad file fails once; a broken store fails every batch. From the second
             # failure in a row, wait longer each time (2, 4 ... 60 s) instead of spinning.
             if self._failures_in_row >= 2:
                 self._stopping.wait(min(_MAX_BACKOFF_S, 0.5 * 2**self._failures_in_row))
 
-    def _failed(self, what: str, exc: BaseException) -> None:
-        self.stats.failures += 1
-        # Only our own errors' messages are logged: another library's message could
-        # quote the text it choked on. The frames (code, not data) go to DEBUG.
-        reason = str(exc) if isinstance(exc, PrecedentsError) else type(exc).__name__
-        log.error("indexing %s failed: %s", shown_path(what), reason)
-        log.debug("".join(traceback.format_tb(exc.__traceback__)))
-
     def _reconcile(self, sources: Sequence[SourceDir]) -> None:
-        assert self._indexer is not None
-        report = self._indexer.sync(walk(sources), progress=self._check_stop)
-        self.stats.reconciles += 1
-        self._count(report)
-        log.info(
-            "reconciled %d folder(s): %d file(s) seen, %d indexed, %d removed, "
-            "%d chunk(s) embedded in %.2f s",
-            len(sources),
-            report.files_seen,
-            report.files_indexed,
-            report.files_deleted,
-            report.chunks_embedded,
-            report.seconds,
-        )
-        self._log_problems(report)
+        assert self._side is not None
+        self._count(self._side.reconcile(self._sources, sources))
 
     def _process(self, due: list[Hashable]) -> None:
-        assert self._indexer is not None
-        indexer = self._indexer
+        side = self._side
+        assert side is not None
 
         def head(paths: list[str], arriving: bool) -> None:
-            stop = self._check_stop
-            self.stats.headed += heads_first(indexer, self._route, paths, stop, arriving)
+            self._count(side.heads(self._sources, paths, arriving))
 
         # A pull of thousands of files: its heads first, then applied a group at a time,
         # taking what became due meanwhile (watcher/batches.py).
@@ -498,127 +448,23 @@ class Watcher:
             elif isinstance(key, tuple) and key[0] == "file":
                 paths.add(key[1])
         for folder in dirs:
-            paths |= self._files_under(folder)
+            assert self._side is not None
+            paths.update(self._side.files_under(self._sources, folder))
         return sorted(paths)
 
     def _apply_group(self, paths: list[str]) -> bool:
         """Apply one group of paths; True when every one of them failed (each logged)."""
-        try:
-            self._apply(paths)
-        except _Interrupted:
-            raise
-        except Exception as exc:
-            if len(paths) == 1:
-                self._failed(paths[0], exc)
-                return True
-            # One bad file must not cost the others their update: isolate it.
-            log.warning("a batch of %d files failed; retrying them one by one", len(paths))
-            failed = 0
-            for path in paths:
-                try:
-                    self._apply([path])
-                except _Interrupted:
-                    raise
-                except Exception as one:
-                    self._failed(path, one)
-                    failed += 1
-            return failed == len(paths)
-        return False
+        assert self._side is not None
+        outcome = self._side.apply(self._sources, paths)
+        self._count(outcome)
+        return outcome.all_failed
 
-    def _route(self, path: str) -> SourceFile | None:
-        return route(self._sources, path)
-
-    def _files_under(self, folder: str) -> set[str]:
-        assert self._store is not None
-        found = {p for p, f in self._store.files().items() if _file(f) and within(p, folder)}
-        if any(within(folder, str(s.root)) and s.linked_out() for s in self._sources):
-            return found  # `docs/adr -> /`: never listed (its old rows go, issue #28)
-        for top, dirnames, filenames in os.walk(folder):
-            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
-            found.update(os.path.join(top, f) for f in filenames)
-        return found
-
-    def _apply(self, paths: Sequence[str]) -> None:
-        """Index the paths that exist and belong to a source; drop the rows of the rest."""
-        assert self._indexer is not None
-        with self._indexer.writing():  # one writer at a time, and a fresh view of the store
-            self._apply_held(paths)
-
-    def _apply_held(self, paths: Sequence[str]) -> None:
-        assert self._indexer is not None and self._store is not None
-        started = time.perf_counter()
-        known = self._store.files()
-        to_index: list[SourceFile] = []
-        to_remove: list[str] = []
-        for path in paths:
-            src = route(self._sources, path)
-            if src is not None and os.path.isfile(path):
-                to_index.append(src)
-            elif path in known and self._gone(path, known[path]):
-                to_remove.append(path)
-        report = IndexReport()
-        if to_index:
-            self._indexer.index_files(to_index, report, self._check_stop, known)
-        # Index first, remove second: a moved note is never missing for a reader.
-        removed = self._indexer.remove_paths(to_remove) if to_remove else 0
-        report.files_deleted += removed
-        self._refresh_adr_graphs(known, to_remove)
-        self._store.maybe_compact()
-        self.stats.batches += 1
-        self._count(report)
-        if report.files_indexed or report.files_deleted:
-            log.info(
-                "indexed %d file(s) (%d unchanged, %d chunk(s) embedded) and removed %d "
-                "in %.2f s%s%s",
-                report.files_indexed,
-                report.files_unchanged,
-                report.chunks_embedded,
-                report.files_deleted,
-                time.perf_counter() - started,
-                _listing("; checked", [str(s.path) for s in to_index]),
-                _listing("; removed", to_remove),
-            )
-        self._log_problems(report, paths)
-
-    def _gone(self, path: str, record: FileRecord) -> bool:
-        """Whether the record of a path no source takes now goes: its file is gone, or one
-        of this watcher's sources produced it (issue #29: a rule under a watched notes
-        folder, a hidden team note, are other readers' records, not this one's)."""
-        kept = [s for s in self._sources if not s.refused]
-        refused = [s for s in self._sources if s.refused]
-        return not os.path.lexists(path) or produced_by(record, path, kept, refused)
-
-    def _refresh_adr_graphs(self, known: dict[str, Any], removed: Sequence[str]) -> None:
-        """Rebuild the cached graph of folders that lost an ADR (indexing one rebuilds it)."""
-        folders = {Path(p).parent for p in removed if getattr(known.get(p), "kind", "") == "adr"}
-        if not folders:
-            return
-        for folder in folders:
-            if folder.is_dir():
-                try:
-                    build_graph(folder, self.settings.cache_dir / "adr", mask_secrets)
-                except Exception as exc:  # the daemon rebuilds it on demand anyway
-                    log.warning("ADR graph of %s: %s", folder, type(exc).__name__)
-
-    def _count(self, report: IndexReport) -> None:
-        self.stats.files_indexed += report.files_indexed
-        self.stats.files_removed += report.files_deleted
-        self.stats.chunks_embedded += report.chunks_embedded
-
-    def _log_problems(self, report: IndexReport, checked: Iterable[str] = ()) -> None:
-        """Warn once per file and reason: a log over max_file_bytes that keeps growing
-        would otherwise warn every few seconds for the rest of its session."""
-        for path in checked:
-            self._reported.pop(path, None)
-        for problem in report.problems:
-            if self._reported.get(problem.path) == problem.reason:
-                log.debug("%s: %s (again)", problem.path, problem.reason)
-                continue
-            self._reported[problem.path] = problem.reason
-            log.warning("%s: %s", problem.path, problem.reason)
-
-
-def _file(record: FileRecord) -> bool:
-    """Whether a stored row is a file's (a commit record, ROOT@SHA, is not: a folder
-    event never drops it, ingest/commit_index.py does)."""
-    return record.kind != "commit"
+    def _count(self, outcome: Outcome) -> None:
+        stats = self.stats
+        stats.batches += outcome.batches
+        stats.headed += outcome.headed
+        stats.files_indexed += outcome.files_indexed
+        stats.files_removed += outcome.files_removed
+        stats.chunks_embedded += outcome.chunks_embedded
+        stats.failures += outcome.failures
+        stats.reconciles += outcome.reconciles

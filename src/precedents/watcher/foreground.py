@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import signal
-import sys
 import threading
 from types import FrameType
 from typing import Any
@@ -18,19 +17,12 @@ from typing import Any
 from precedents.config import Settings
 from precedents.errors import UsageError
 from precedents.ingest.sources import Sources
+from precedents.watcher.child import configure_logging
 from precedents.watcher.core import Watcher, WatchTiming
 
+__all__ = ["configure_logging", "run_until_signalled"]
+
 log = logging.getLogger("precedents.watcher")
-
-
-def configure_logging() -> None:
-    """INFO from precedents to stderr (a handler only if nobody has set one up)."""
-    logger = logging.getLogger("precedents")
-    logger.setLevel(logging.INFO)
-    if not logging.getLogger().handlers and not logger.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        logger.addHandler(handler)
 
 
 def run_until_signalled(settings: Settings, folders: Sources, debounce_s: float) -> None:
