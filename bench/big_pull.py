@@ -13,7 +13,9 @@ start the bench prints:
 - **searchable**: seconds until the daemon's snapshot holds every pulled note (its
   ``status`` count) and a query for the last note (by file name) finds it;
 - **watcher RSS**: before the pull and its peak (``VmHWM``) — the watcher's own
-  process; **daemon RSS**: before and peak (its export child is a process of its
+  process; **indexing child RSS**: the peak of the watcher's child processes
+  (watcher/child.py: the model, LanceDB and the writes live there, sampled), how
+  many were started; **daemon RSS**: before and peak (its export child is a process of its
   own, sampled too);
 - **prompt hook** latency p50/p95/max while the pull is being indexed, and a stub
   hook (``python -I -S -c pass``: process start alone) interleaved in the same
@@ -148,12 +150,19 @@ def children(pid: int) -> list[int]:
 
 
 class Sampler(threading.Thread):
-    """Samples the watcher's, the daemon's and the daemon's children's RSS every 0.2 s."""
+    """Samples the watcher's, the daemon's and both one's children's RSS every 0.2 s."""
 
     def __init__(self, watcher: int, daemon: int) -> None:
         super().__init__(daemon=True)
         self.pids = {"watcher": watcher, "daemon": daemon}
-        self.peak: dict[str, float] = {"watcher": 0.0, "daemon": 0.0, "export child": 0.0}
+        self.peak: dict[str, float] = {
+            "watcher": 0.0,
+            "daemon": 0.0,
+            "export child": 0.0,
+            "indexing child": 0.0,
+            "watcher + child": 0.0,
+        }
+        self.indexing: set[int] = set()  # the watcher's children seen
         self.stop = threading.Event()
 
     def run(self) -> None:
@@ -164,6 +173,13 @@ class Sampler(threading.Thread):
             for child in children(self.pids["daemon"]):
                 rss = memory(child).get("VmRSS", 0.0)
                 self.peak["export child"] = max(self.peak["export child"], rss)
+            together = memory(self.pids["watcher"]).get("VmRSS", 0.0)
+            for child in children(self.pids["watcher"]):
+                self.indexing.add(child)
+                rss = memory(child).get("VmRSS", 0.0)
+                self.peak["indexing child"] = max(self.peak["indexing child"], rss)
+                together += rss
+            self.peak["watcher + child"] = max(self.peak["watcher + child"], together)
 
 
 def ask(home: Path, request: dict[str, Any], timeout: float = 10) -> dict[str, Any]:
@@ -397,6 +413,9 @@ def main() -> int:
             "every pulled note indexed in full s": round(full, 1) if full else None,
             "watcher RSS before MiB": before["watcher"].get("VmRSS"),
             "watcher RSS peak MiB": memory(watcher.pid).get("VmHWM"),
+            "indexing child RSS peak (sampled) MiB": sampler.peak["indexing child"],
+            "watcher + indexing child RSS peak (sampled) MiB": sampler.peak["watcher + child"],
+            "indexing children started": len(sampler.indexing),
             "daemon RSS before MiB": before["daemon"].get("VmRSS"),
             "daemon RSS peak (sampled) MiB": sampler.peak["daemon"],
             "daemon RSS peak MiB": memory(daemon.pid).get("VmHWM"),
