@@ -206,10 +206,11 @@ def note_count(home: Path) -> int:
 
 
 def full_done(log_path: Path, notes: int) -> bool:
-    """Whether the watcher's log shows the pull indexed in full: after its heads line
-    (ingest/heads.py), groups whose indexed files add up to the pull."""
+    """Whether the watcher's log shows the pull indexed in full: from its first heads
+    line (ingest/heads.py; a burst due later is headed between groups), groups whose
+    indexed files add up to the pull."""
     text = log_path.read_text()
-    heads = text.rfind("stored the heads of")
+    heads = text.find("stored the heads of")
     if heads < 0:
         return False
     done = sum(int(n) for n in re.findall(r"indexed (\d+) file\(s\)", text[heads:]))

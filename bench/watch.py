@@ -12,7 +12,12 @@ hook starts it), asked with `query` until it answers with the note: the
 daemon reads the store through an export child (recall/exported.py), so this
 is the figure a user meets.
 
-    .venv/bin/python bench/watch.py [--runs 30] [--quiet 0.3] [--daemon]
+With ``--child`` the watcher indexes as ``precedents watch`` does: in its child
+process (watcher/child.py), kept alive between saves; with ``--cold`` too, the
+child ends after 1 s idle and each save waits for a fresh one (a save after a
+quiet minute: the child's start, its store and its model are in the figure).
+
+    .venv/bin/python bench/watch.py [--runs 30] [--quiet 0.3] [--daemon] [--child [--cold]]
 
 SPEC §7 bar: p95 <= 2 s.
 """
@@ -93,6 +98,8 @@ def main() -> int:
     parser.add_argument("--quiet", type=float, default=0.3, help="note debounce, seconds")
     parser.add_argument("--timeout", type=float, default=30.0, help="give up on one run")
     parser.add_argument("--daemon", action="store_true", help="poll the real query daemon")
+    parser.add_argument("--child", action="store_true", help="index in the watcher's child")
+    parser.add_argument("--cold", action="store_true", help="with --child: a fresh child a save")
     args = parser.parse_args()
     if not DEV_NOTES.is_dir():
         print(f"dev notes not found at {DEV_NOTES}", file=sys.stderr)
@@ -118,14 +125,15 @@ def main() -> int:
     print(
         f"model {model.model_id} on {model.device}, loaded in {time.perf_counter() - started:.1f}s"
     )
-    store = open_store(settings.index_dir, model)
-    watcher = Watcher(
-        settings,
-        folders=Sources(notes=(notes,), project=project),
-        store=store,
-        embedder=model,
-        timing=WatchTiming(quiet_s=args.quiet),
-    )
+    folders = Sources(notes=(notes,), project=project)
+    if args.child:
+        idle = 1.0 if args.cold else 60.0
+        timing = WatchTiming(quiet_s=args.quiet, child_idle_s=idle)
+        watcher = Watcher(settings, folders=folders, timing=timing, inline=False)
+    else:
+        store = open_store(settings.index_dir, model)
+        timing = WatchTiming(quiet_s=args.quiet)
+        watcher = Watcher(settings, folders=folders, store=store, embedder=model, timing=timing)
     started = time.perf_counter()
     watcher.start()
     watcher.wait_ready()
@@ -152,6 +160,11 @@ def main() -> int:
     polls: list[float] = []
     try:
         for i, (path, name, text, vector) in enumerate(plans):
+            if args.cold:
+                side = watcher.side
+                deadline = time.monotonic() + 60
+                while getattr(side, "pid", None) is not None and time.monotonic() < deadline:
+                    time.sleep(0.05)
             t0 = time.perf_counter()
             path.write_text(text, encoding="utf-8")
             while True:

@@ -164,6 +164,20 @@ def test_what_becomes_due_during_a_pull_is_headed_or_applied_between_groups() ->
         ("apply", "r", len(rest)),
         ("apply", "b", len(burst)),
     ]
+    # A pull whose first files came as a few: the burst due after them is headed, and
+    # the rest of the pull arriving meanwhile with it, before any full group.
+    events.clear()
+    arriving[:] = [rest, []]
+    between[:] = [burst, []]
+    assert apply_in_groups(save, head, apply, more) is False
+    kinds = [(kind, p[0][0], len(p)) for kind, p in events]
+    assert kinds == [
+        ("apply", "c", 1),
+        ("head", "b", len(burst)),
+        ("head", "r", len(rest)),  # still arriving: headed before the burst's group
+        ("apply", "b", len(burst)),
+        ("apply", "r", len(rest)),
+    ]
     # Every group failing is the watcher's signal to back off; one success is not.
     assert apply_in_groups(["x"], head, lambda _: True, lambda _: []) is True
     assert apply_in_groups([], head, lambda _: True, lambda _: []) is False

@@ -99,28 +99,31 @@ def apply_in_groups(
     """Apply ``paths`` a group at a time, their heads first; True when every group failed.
 
     A path is due 0.3 s after its own last event, so a `git pull` of thousands of
-    files reaches the worker in bursts while it works on the first. Before the first
-    group, what is still arriving is taken (``more(True)``: waits up to a second
-    while paths are pending) until nothing more comes, and headed whatever its size
-    (``head(paths, True)``): the whole pull is searchable before the full pass starts
-    (a full group is ~20 s of embedding on 2 cores). Between groups, what became due
+    files reaches the worker in bursts while it works on the first. Whenever a burst
+    is taken (the first ``paths`` or what became due after a group), what is still
+    arriving is taken too (``more(True)``: waits up to a second while paths are
+    pending) until nothing more comes, and headed whatever its size (``head(paths,
+    True)``): the whole pull is searchable before the next full group starts (a full
+    group is ~20 s of embedding on 2 cores). Between groups, what became due
     meanwhile (``more(False)``) is taken too: a burst is headed and queued behind, a
     few files are applied next (a save is not kept waiting behind a pull).
     """
-    head(paths, False)
-    queue = deque(groups(paths))
+    queue: deque[list[str]] = deque()
 
-    def take(new: list[str], arriving: bool = False) -> bool:
-        if len(new) > BURST_HEADS_FROM or (arriving and new):
-            head(new, arriving)
+    def take(new: list[str]) -> bool:
+        if len(new) > BURST_HEADS_FROM:
+            head(new, False)
             queue.extend(groups(new))
+            # A pull whose first files came as a few (applied at once) reaches here
+            # after a group: the rest of it is headed before the next group too.
+            while rest := more(True):
+                head(rest, True)
+                queue.extend(groups(rest))
         elif new:
             queue.appendleft(new)
         return bool(new)
 
-    if len(paths) > BURST_HEADS_FROM:
-        while take(more(True), arriving=True):
-            pass
+    take(paths)
     results = []
     while queue:
         results.append(apply_group(queue.popleft()))

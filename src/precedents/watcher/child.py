@@ -347,7 +347,26 @@ def _serve(stdin: IO[bytes], stdout: IO[bytes]) -> int:
     except Exception as exc:
         send(stdout, Reply("failed", message=_message(exc)))
         return 1
-    send(stdout, Reply("ok", rss_mib=rss_mib()))
+    # The model loads beside the first job's reading (a save after the child ended waits
+    # for a fresh child: its start is the save's latency, issue #28).
+    loader = threading.Thread(target=side.preload, name="model-load", daemon=True)
+    loader.start()
+    try:
+        send(stdout, Reply("ok", rss_mib=rss_mib()))
+        return _jobs(side, stdin, stdout, stop, busy, recycle_mib)
+    finally:
+        # ONNX Runtime aborts the process if the interpreter tears down under its start.
+        loader.join()
+
+
+def _jobs(
+    side: InlineSide,
+    stdin: IO[bytes],
+    stdout: IO[bytes],
+    stop: threading.Event,
+    busy: threading.Event,
+    recycle_mib: float,
+) -> int:
     while not stop.is_set():
         busy.clear()
         job = receive(stdin)
