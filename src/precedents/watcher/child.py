@@ -240,7 +240,12 @@ class ChildSide:
             if reply.recycle:
                 self._end(f"{reply.rss_mib:.0f} MiB after its job")
             if reply.status == "interrupted":
-                raise Interrupted
+                if self._stopping.is_set() or self._closed:
+                    raise Interrupted
+                # Someone else stopped the child (a SIGTERM of its own): the watcher goes
+                # on, and the next job starts a fresh child (the files are still due).
+                self._end("stopped from outside")
+                raise IndexingChildError("the indexing process was stopped during a job")
             if reply.status == "failed":
                 raise IndexingChildError(reply.message)
             return reply.value

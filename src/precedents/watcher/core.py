@@ -47,7 +47,8 @@ from precedents.models.embedding import Embedder
 from precedents.secrets.names import shown_path
 from precedents.store import Store
 from precedents.watcher.batches import apply_in_groups
-from precedents.watcher.child import ChildSide
+from precedents.watcher.batches import listing as _listing
+from precedents.watcher.child import ChildSide, IndexingChildError
 from precedents.watcher.debounce import Debouncer
 from precedents.watcher.side import Interrupted, Outcome, Side, failed, open_side
 from precedents.watcher.watches import (
@@ -66,6 +67,8 @@ log = logging.getLogger("precedents.watcher")
 ROLE = "watcher"  # its claim: run/watcher.lock and run/watcher.pid
 _REDISCOVER: tuple[str, str] = ("rediscover", "")
 _MAX_BACKOFF_S = 60.0
+# A group whose indexing child died is due again this many times (watcher/child.py).
+_CHILD_RETRIES = 2
 # How long the worker waits for the rest of a pull still arriving before its full pass
 # (watcher/batches.py apply_in_groups).
 HEADS_WAIT_S = 1.0
@@ -147,6 +150,7 @@ class Watcher:
         self._loader: threading.Thread | None = None
         self._failures_in_row = 0
         self._bad_names: set[str] = set()  # events' names that are not UTF-8, said once
+        self._retries: dict[str, int] = {}  # paths due again after their child died
         self._git_dirs: dict[str, str] = {}  # watched git folders -> their repository
         self.stats = WatchStats()
 
@@ -421,7 +425,11 @@ class Watcher:
         assert side is not None
 
         def head(paths: list[str], arriving: bool) -> None:
-            self._count(side.heads(self._sources, paths, arriving))
+            try:
+                self._count(side.heads(self._sources, paths, arriving))
+            except IndexingChildError as exc:  # the groups that follow index them anyway
+                self.stats.failures += 1
+                failed(f"the heads of {len(paths)} file(s)", exc)
 
         # A pull of thousands of files: its heads first, then applied a group at a time,
         # taking what became due meanwhile (watcher/batches.py).
@@ -455,9 +463,38 @@ class Watcher:
     def _apply_group(self, paths: list[str]) -> bool:
         """Apply one group of paths; True when every one of them failed (each logged)."""
         assert self._side is not None
-        outcome = self._side.apply(self._sources, paths)
+        try:
+            outcome = self._side.apply(self._sources, paths)
+        except IndexingChildError as exc:
+            # The child died with the group (out of memory, killed): the group is due
+            # again for a fresh child, twice at most (a file that kills every child
+            # must not keep the watcher starting them).
+            self.stats.failures += 1
+            failed(f"a group of {len(paths)} file(s)", exc)
+            self._retry(paths)
+            return True
         self._count(outcome)
+        for path in paths:
+            self._retries.pop(path, None)
         return outcome.all_failed
+
+    def _retry(self, paths: Sequence[str]) -> None:
+        given_up = []
+        for path in paths:
+            tries = self._retries.get(path, 0)
+            if tries >= _CHILD_RETRIES:
+                given_up.append(path)
+                self._retries.pop(path, None)
+                continue
+            self._retries[path] = tries + 1
+            self._debouncer.add(("file", path), self.timing.quiet_s)
+        if given_up:
+            log.error(
+                "gave up %d file(s) after %d failed tries (the next change or start retries)%s",
+                len(given_up),
+                _CHILD_RETRIES + 1,
+                _listing("", given_up),
+            )
 
     def _count(self, outcome: Outcome) -> None:
         stats = self.stats
