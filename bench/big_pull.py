@@ -205,15 +205,13 @@ def note_count(home: Path) -> int:
     return int(summary.get("kinds", {}).get("note", {}).get("documents", 0))
 
 
-def full_done(log_path: Path, notes: int) -> bool:
-    """Whether the watcher's log shows the pull indexed in full: from its first heads
-    line (ingest/heads.py; a burst due later is headed between groups), groups whose
-    indexed files add up to the pull."""
-    text = log_path.read_text()
-    heads = text.find("stored the heads of")
-    if heads < 0:
-        return False
-    done = sum(int(n) for n in re.findall(r"indexed (\d+) file\(s\)", text[heads:]))
+def full_done(log_path: Path, notes: int, offset: int) -> bool:
+    """Whether the watcher's log shows the pull indexed in full: from ``offset`` (the
+    log's size when the pull started), groups whose indexed files add up to the pull
+    (a pull's first few files are indexed in full at once, the rest headed first:
+    ingest/heads.py)."""
+    text = log_path.read_bytes()[offset:].decode("utf-8", "replace")
+    done = sum(int(n) for n in re.findall(r"indexed (\d+) file\(s\)", text))
     return done >= notes
 
 
@@ -374,6 +372,7 @@ def main() -> int:
         sampler.start()
         hooks.start()
         load_start = os.getloadavg()[0]
+        offset = log_path.stat().st_size
         started = time.monotonic()
         git(bob, "pull", "-q", "--ff-only", "origin", "main")
         pulled = time.monotonic() - started
@@ -394,7 +393,7 @@ def main() -> int:
         if not args.searchable_only:
             wait_for(
                 "every pulled note indexed in full",
-                lambda: full_done(log_path, args.notes),
+                lambda: full_done(log_path, args.notes, offset),
                 args.limit,
             )
             full = time.monotonic() - started
