@@ -23,19 +23,35 @@ ones, so that ``malloc_trim`` could not give their pages back. Here:
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, overload
 
 import numpy as np
 from numpy.typing import NDArray
 
-from precedents.kinds import is_kind
-from precedents.recall.vectors import VectorSnapshot
-from precedents.store.rows import DocumentRecord
+from precedents.kinds import Kind, is_kind
+from precedents.org.snapshot import document_vectors
+from precedents.recall.vectors import (
+    CONVERSATION_RANKS,
+    DOC_RANKS,
+    MultilingualScores,
+    VectorSnapshot,
+)
+from precedents.recall.when import Window
+from precedents.store.rows import DocumentHit, DocumentRecord
+from precedents.store.snapshot_file import release_pages
 
 # The project key of every org row in the daemon (recall/org.py files a rule scoped
 # to its own repository under ORG_KEY:<repository> in the file scopes instead).
 ORG_KEY: Final = "*org*"
+# Documents a question ranks by their best chunk after the first stage (OrgSnapshot):
+# generous, since a document the mean of its chunks ranks below this many is lost;
+# 256 of 30,000 documents (1,200 rows, 1.8 MiB read) kept the exact top 10 in
+# bench/org_hook.py's questions (docs/org.md, "Serving → Measured").
+CANDIDATES: Final = 256
+# The matrix's pages a process keeps mapped before it gives them back (16 MiB).
+PAGE: Final = 4096
+RELEASE_PAGES: Final = 4096
 # Per document, kept as text: read when a record is shown, or once at load.
 TEXT_FIELDS: Final = ("path", "name", "description", "scope", "successors", "url")
 # Per document, one shared string per distinct value.
@@ -247,21 +263,227 @@ class Rows(Sequence[Mapping[str, Any]]):
 
 @dataclass
 class OrgSnapshot(VectorSnapshot):
-    """The org's vectors with its rows as columns: a document's chunks are found from
-    them (the base class would build a list of rows per path: ~4 MiB more)."""
+    """The org's vectors with its rows as columns, ranked in two stages.
+
+    ``matrix`` (every chunk vector; memory-mapped from the snapshot file by
+    recall/org.py) is not read whole for a question: 30,000 documents of real
+    length are 140,000 rows, 205 MiB, 14 ms a question. ``coarse`` holds one vector
+    per document (:func:`precedents.org.snapshot.document_vectors`, 44 MiB); a
+    question ranks those, keeps the best ``candidates`` documents, and ranks them
+    by their best chunk's exact cosine, read from the matrix: every hit's score is
+    the one the whole matrix would give, so thresholds and the merge with the
+    project's own ranking stay calibrated. Only a document that the mean of its
+    chunks puts below ``candidates`` others while one of its chunks would be in
+    the top ranks is lost (measured: bench/org_hook.py, docs/org.md). The pages of
+    the matrix a question read are given back once :data:`RELEASE_PAGES` have been
+    read, so the daemon's resident set does not grow with the questions asked.
+    """
 
     documents: Documents | None = None
+    # One vector per document (None: made from the matrix at load, an older file).
+    coarse: NDArray[np.float32] | None = None
+    candidates: int = 0  # 0: CANDIDATES
+    _order: NDArray[np.int64] | None = None  # rows document by document (None: already)
+    _starts: NDArray[np.int64] = field(default_factory=lambda: np.zeros(1, dtype=np.int64))
+    _kind_code: NDArray[np.int8] = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
+    _kind_names: tuple[str, ...] = ()
+    _blocked: dict[tuple[frozenset[str], frozenset[str]], NDArray[np.bool_]] = field(
+        default_factory=dict
+    )
+    _read_pages: int = 0
+
+    def __post_init__(self) -> None:
+        docs = self.documents
+        if docs is None:
+            return
+        row_doc = docs.row_doc
+        grouped = not len(row_doc) or bool((np.diff(row_doc) >= 0).all())
+        order = None if grouped else np.argsort(row_doc, kind="stable").astype(np.int64)
+        placed = row_doc if order is None else row_doc[order]
+        self._order = order
+        self._starts = np.searchsorted(placed, np.arange(len(docs) + 1), side="left").astype(
+            np.int64
+        )
+        names = tuple(sorted(set(docs.kind)))
+        code = {k: i for i, k in enumerate(names)}
+        self._kind_names = names
+        self._kind_code = np.fromiter((code[k] for k in docs.kind), np.int8, len(docs))
+        dim = self.matrix.shape[1] if self.matrix.ndim == 2 else 0
+        coarse = self.coarse
+        if coarse is None or coarse.shape != (len(docs), dim):
+            self.coarse = self._document_vectors()
+        else:
+            self.coarse = np.ascontiguousarray(coarse, dtype=np.float32)
+
+    @property
+    def _plain(self) -> bool:
+        """Every document ranks in the notes/rules/ADRs group (no conversations, no
+        commits: the org build indexes neither), which the two stages rank."""
+        return not {"conversation", "commit"} & set(self._kind_names)
+
+    def _document_vectors(self) -> NDArray[np.float32]:
+        """The documents' vectors from the matrix, a block at a time, each block's
+        pages given back (a file written before ORG_DOCS, read once at load)."""
+        docs = self.documents
+        assert docs is not None
+        dim = self.matrix.shape[1] if self.matrix.ndim == 2 else 0
+        out = np.zeros((len(docs), dim), dtype=np.float32)
+        block = 4096
+        for first in range(0, len(docs), block):
+            last = min(first + block, len(docs))
+            lo, hi = int(self._starts[first]), int(self._starts[last])
+            rows = np.arange(lo, hi) if self._order is None else self._order[lo:hi]
+            part = np.asarray(self.matrix[rows], dtype=np.float32)
+            out[first:last] = document_vectors(part, self._starts[first:last] - lo)
+            release_pages(self.matrix)
+        return out
+
+    def warm(self, projects: Sequence[str]) -> None:
+        """Nothing to build: the two stages' arrays are made with the snapshot."""
+        if not self._plain:
+            super().warm(projects)
+
+    def rank_many(
+        self,
+        vectors: NDArray[np.float32],
+        projects: Sequence[str],
+        kinds: Sequence[Kind] | None = None,
+        doc_ranks: int = DOC_RANKS,
+        conversation_ranks: int = CONVERSATION_RANKS,
+        multilingual: MultilingualScores | None = None,
+        hidden: Sequence[frozenset[str]] | None = None,
+        texts: Sequence[str] | None = None,
+        words: float = 0.0,
+        windows: Sequence[Window | None] | None = None,
+        dates: float = 0.0,
+        decided_ranks: int = 0,
+        excluded: frozenset[str] = frozenset(),
+    ) -> list[list[DocumentHit]]:
+        """:meth:`VectorSnapshot.rank_many` in two stages (see the class docstring):
+        the same hits and scores, save a document the first stage leaves out. Words,
+        dates, multilingual vectors and decided conversations weigh conversations
+        alone, which an org snapshot does not hold."""
+        docs, coarse = self.documents, self.coarse
+        q = np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
+        if docs is None or coarse is None or not self._plain:
+            return super().rank_many(
+                q, projects, kinds, doc_ranks, conversation_ranks, multilingual, hidden,
+                texts, words, windows, dates, decided_ranks, excluded,
+            )  # fmt: skip
+        if ORG_KEY not in projects or not len(docs) or doc_ranks <= 0:
+            return [[] for _ in range(len(q))]
+        first = coarse @ q.T  # documents x questions
+        blocked = self._blocking(kinds, excluded)
+        if blocked is not None:
+            first[blocked] = -np.inf
+        wanted = min(len(docs), max(self.candidates or CANDIDATES, doc_ranks))
+        picked: list[NDArray[np.int64]] = []
+        for j in range(len(q)):
+            column = first[:, j]
+            masked = [docs.index[p] for p in (hidden[j] if hidden else ()) if p in docs.index]
+            if masked:
+                column = column.copy()
+                column[masked] = -np.inf
+            if wanted < len(column):
+                top = np.argpartition(-column, wanted - 1)[:wanted]
+            else:
+                top = np.arange(len(column))
+            picked.append(top[column[top] > -np.inf].astype(np.int64))
+        union = np.unique(np.concatenate(picked)) if picked else np.zeros(0, dtype=np.int64)
+        if not len(union):
+            return [[] for _ in range(len(q))]
+        scores, starts = self._exact(union, q)  # union's rows x questions
+        best = np.maximum.reduceat(scores, starts, axis=0)  # union x questions
+        ends = np.append(starts[1:], len(scores))
+        out: list[list[DocumentHit]] = []
+        for j, top in enumerate(picked):
+            at = np.searchsorted(union, top)
+            ranked = best[at, j]
+            keep = min(doc_ranks, len(at))
+            part = np.argpartition(-ranked, keep - 1)[:keep] if keep < len(at) else np.arange(len(at))
+            order = part[np.argsort(-ranked[part], kind="stable")]
+            hits = []
+            for k in order.tolist():
+                u = int(at[k])
+                local = int(starts[u]) + int(np.argmax(scores[starts[u] : ends[u], j]))
+                hits.append(self._org_hit(int(union[u]), local - int(starts[u]), scores[local, j]))
+            out.append(hits)
+        return out
+
+    def _exact(
+        self, chosen: NDArray[np.int64], q: NDArray[np.float32]
+    ) -> tuple[NDArray[np.float32], NDArray[np.int64]]:
+        """The chunk cosines of documents ``chosen`` (sorted) for the questions ``q``, and
+        where each document's rows start among them (one matrix product, as the
+        whole-matrix ranking does it, so each cosine is the same float)."""
+        lo, hi = self._starts[chosen], self._starts[chosen + 1]
+        counts = hi - lo
+        starts = np.cumsum(counts) - counts
+        positions = np.repeat(lo - starts, counts) + np.arange(int(counts.sum()))
+        rows = positions if self._order is None else self._order[positions]
+        part = np.asarray(self.matrix[rows], dtype=np.float32)
+        self._pages_read(len(rows), len(chosen))
+        return part @ q.T, starts.astype(np.int64)
+
+    def _pages_read(self, rows: int, runs: int) -> None:
+        """Count the pages of the matrix a read mapped (each run of rows at most one page
+        more than its bytes); give them all back past :data:`RELEASE_PAGES`."""
+        with self._lock:
+            self._read_pages += rows * self.matrix.shape[1] * 4 // PAGE + runs
+            if self._read_pages < RELEASE_PAGES:
+                return
+            self._read_pages = 0
+        release_pages(self.matrix)
+
+    def _org_hit(self, d: int, chunk: int, score: Any) -> DocumentHit:
+        """Document ``d``'s hit: its ``chunk``-th row (in chunk order) scored ``score``."""
+        docs = self.documents
+        assert docs is not None
+        place = int(self._starts[d]) + chunk
+        row = place if self._order is None else int(self._order[place])
+        record = DocumentRecord.from_row(Row(docs, row))
+        value = float(score)
+        return DocumentHit(record, value, int(docs.chunk[row]), value)
+
+    def _blocking(
+        self, kinds: Sequence[Kind] | None, excluded: frozenset[str]
+    ) -> NDArray[np.bool_] | None:
+        """The documents no question ranks: not of ``kinds``, or at ``excluded`` (kept for
+        the last few pairs asked: a project's excluded set is one object a snapshot)."""
+        allowed = frozenset(kinds or ())
+        if not allowed and not excluded:
+            return None
+        key = (allowed, excluded)
+        with self._lock:
+            found = self._blocked.get(key)
+        if found is not None:
+            return found
+        docs = self.documents
+        assert docs is not None
+        found = np.zeros(len(docs), dtype=np.bool_)
+        if allowed:
+            codes = [i for i, k in enumerate(self._kind_names) if k in allowed]
+            found |= ~np.isin(self._kind_code, np.asarray(codes, dtype=np.int8))
+        found[[docs.index[p] for p in excluded if p in docs.index]] = True
+        with self._lock:
+            if len(self._blocked) >= 16:
+                self._blocked.clear()
+            self._blocked[key] = found
+        return found
 
     def chunks_of(self, path: str) -> NDArray[np.float32]:
         """The chunk vectors of one document (empty when it is not in the snapshot)."""
-        return self.matrix[self._rows(path)]
+        rows = self._rows(path)
+        out = np.array(self.matrix[rows], dtype=np.float32)
+        self._pages_read(len(rows), 1)
+        return out
 
     def decision_vector(self, path: str) -> NDArray[np.float32] | None:
         """The document's first chunk (an org snapshot holds no conversations)."""
         docs = self.documents
         for row in self._rows(path).tolist():
             if docs is not None and int(docs.chunk[row]) == 0:
-                return np.asarray(self.matrix[row], dtype=np.float32)
+                return np.array(self.matrix[row], dtype=np.float32)
         return None
 
     def _paths_index(self, paths: list[str]) -> Mapping[str, int]:
@@ -273,8 +495,10 @@ class OrgSnapshot(VectorSnapshot):
         return super()._paths_index(paths)
 
     def _rows(self, path: str) -> NDArray[np.int64]:
+        """Document ``path``'s rows, in row order (none when it is not in the snapshot)."""
         docs = self.documents
         d = docs.index.get(path) if docs is not None else None
         if docs is None or d is None:
             return np.zeros(0, dtype=np.int64)
-        return np.flatnonzero(docs.row_doc == d)
+        lo, hi = int(self._starts[d]), int(self._starts[d + 1])
+        return np.arange(lo, hi) if self._order is None else self._order[lo:hi]

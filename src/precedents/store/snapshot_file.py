@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import mmap
 import os
 import tempfile
 import zipfile
@@ -62,6 +63,8 @@ class Exported:
     summary: dict[str, Any] = field(default_factory=dict)
     # precedents.store.lexical.Postings.to_arrays() of the documents, in first-appearance order.
     lexical: dict[str, NDArray[np.generic]] = field(default_factory=dict)
+    # Any other arrays of the file, by name (the org snapshot's document vectors).
+    extra: dict[str, NDArray[np.generic]] = field(default_factory=dict)
 
 
 def fingerprint(index_dir: Path) -> str | None:
@@ -104,6 +107,7 @@ def write(path: Path, snap: Exported) -> None:
         "matrix": np.ascontiguousarray(snap.matrix, dtype=np.float32),
         "second": np.ascontiguousarray(snap.multilingual_vectors, dtype=np.float32),
         **snap.lexical,
+        **snap.extra,
     }
     save_npz(path, arrays)
 
@@ -123,14 +127,30 @@ def save_npz(path: Path, arrays: dict[str, Any]) -> None:
         raise
 
 
-def read(path: Path) -> Exported:
-    """The snapshot in ``path``; :class:`SnapshotFileError` when it cannot be used."""
+_KNOWN = ("header", "matrix", "second")
+
+
+def read(path: Path, *, mapped: bool = False) -> Exported:
+    """The snapshot in ``path``; :class:`SnapshotFileError` when it cannot be used.
+
+    ``mapped``: the matrix is not read but memory-mapped, read-only, where it lies in
+    the file (:func:`mapped_member`): its pages are read when a row is, and are the
+    page cache's, not the process's own (the org snapshot's 140,000 rows are 205 MiB;
+    recall/org_columns.py reads a few hundred documents' rows a question)."""
     try:
         with np.load(path, allow_pickle=False) as data:
             header = json.loads(bytes(data["header"]).decode("utf-8"))
-            matrix = np.ascontiguousarray(data["matrix"], dtype=np.float32)
+            if mapped:
+                matrix = mapped_member(path, "matrix")
+            else:
+                matrix = np.ascontiguousarray(data["matrix"], dtype=np.float32)
             multilingual = np.ascontiguousarray(data["second"], dtype=np.float32)
             lexical = {k: np.asarray(data[k]) for k in data.files if k.startswith("lex_")}
+            extra = {
+                k: np.asarray(data[k])
+                for k in data.files
+                if k not in _KNOWN and not k.startswith("lex_")
+            }
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
         raise SnapshotFileError(f"{path}: {exc}") from exc
     if not isinstance(header, dict) or header.get("format") != FORMAT:
@@ -146,6 +166,7 @@ def read(path: Path) -> Exported:
             multilingual_vectors=multilingual,
             summary=dict(header["summary"]),
             lexical=lexical,
+            extra=extra,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise SnapshotFileError(f"{path}: bad header ({exc})") from exc
@@ -153,3 +174,50 @@ def read(path: Path) -> Exported:
     if len(snap.meta) != len(snap.matrix) or rows != len(snap.multilingual_vectors):
         raise SnapshotFileError(f"{path}: rows and vectors disagree")
     return snap
+
+
+def mapped_member(path: Path, name: str) -> NDArray[np.float32]:
+    """Array ``name`` of the uncompressed ``.npz`` at ``path`` as a read-only memory map
+    of the file (a float32 array; :class:`ValueError` when the member is compressed or
+    of another type). The map lives as long as the array does; the file may be
+    replaced meanwhile (its old inode stays until the map goes)."""
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo(f"{name}.npy")
+    if info.compress_type != zipfile.ZIP_STORED:
+        raise ValueError(f"{name} is compressed")
+    with open(path, "rb") as handle:
+        handle.seek(info.header_offset)
+        local = handle.read(30)
+        if local[:4] != b"PK\x03\x04":
+            raise ValueError(f"{name}: no local header")
+        # The local header's own name and extra lengths (not the central directory's).
+        skip = int.from_bytes(local[26:28], "little") + int.from_bytes(local[28:30], "little")
+        handle.seek(info.header_offset + 30 + skip)
+        version = np.lib.format.read_magic(handle)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(handle)
+        elif version == (2, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(handle)
+        else:
+            raise ValueError(f"{name}: .npy format {version}")
+        offset = handle.tell()
+        if dtype != np.dtype(np.float32) or fortran or len(shape) != 2:
+            raise ValueError(f"{name}: not a float32 matrix")
+        count = int(shape[0]) * int(shape[1])
+        if not count:
+            return np.zeros(shape, dtype=np.float32)
+        mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    array = np.frombuffer(mapped, dtype=np.float32, count=count, offset=offset)
+    return array.reshape(shape)
+
+
+def release_pages(array: NDArray[np.generic]) -> None:
+    """Give back the pages of the memory map under ``array`` (:func:`mapped_member`) that
+    this process has read: they leave its resident set (the page cache keeps them; a
+    later read maps them again). Nothing for an array that is not a map."""
+    base: object = array
+    while base is not None and not isinstance(base, mmap.mmap):
+        base = getattr(base, "base", None) if not isinstance(base, memoryview) else base.obj
+    if isinstance(base, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED"):
+        with contextlib.suppress(OSError, ValueError):
+            base.madvise(mmap.MADV_DONTNEED)
