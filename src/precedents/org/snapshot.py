@@ -107,9 +107,7 @@ def export_org(table: str | Path, version: int, out: Path, *, model: str, dimens
     return len(rows)
 
 
-def document_vectors(
-    matrix: NDArray[np.float32], starts: NDArray[np.int64]
-) -> NDArray[np.float32]:
+def document_vectors(matrix: NDArray[np.float32], starts: NDArray[np.int64]) -> NDArray[np.float32]:
     """One vector per document: the normalised mean of its chunk vectors (``matrix``'s
     rows, each document's contiguous from its entry in ``starts``). A question ranks
     documents by these first (recall/org_columns.py); the mean keeps what every

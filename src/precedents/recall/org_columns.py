@@ -400,7 +400,9 @@ class OrgSnapshot(VectorSnapshot):
             at = np.searchsorted(union, top)
             ranked = best[at, j]
             keep = min(doc_ranks, len(at))
-            part = np.argpartition(-ranked, keep - 1)[:keep] if keep < len(at) else np.arange(len(at))
+            part = (
+                np.argpartition(-ranked, keep - 1)[:keep] if keep < len(at) else np.arange(len(at))
+            )
             order = part[np.argsort(-ranked[part], kind="stable")]
             hits = []
             for k in order.tolist():
