@@ -45,10 +45,10 @@ from precedents.store.snapshot_file import release_pages
 # to its own repository under ORG_KEY:<repository> in the file scopes instead).
 ORG_KEY: Final = "*org*"
 # Documents a question ranks by their best chunk after the first stage (OrgSnapshot):
-# generous, since a document the mean of its chunks ranks below this many is lost;
-# 256 of 30,000 documents (1,200 rows, 1.8 MiB read) kept the exact top 10 in
-# bench/org_hook.py's questions (docs/org.md, "Serving → Measured").
-CANDIDATES: Final = 256
+# generous, since a document the mean of its chunks ranks below this many is lost
+# (512 of 30,000 documents: ~2,400 rows, 3.6 MiB read a question; the agreement with
+# the whole matrix at 128-1,024: bench/org_hook.py, docs/org.md "Serving → Measured").
+CANDIDATES: Final = 512
 # The matrix's pages a process keeps mapped before it gives them back (16 MiB).
 PAGE: Final = 4096
 RELEASE_PAGES: Final = 4096
