@@ -315,7 +315,7 @@ def agreement(snapshot: Any, recall: Any, excluded: frozenset[str], count: int) 
     documents in the same order, the mean overlap of the top 10, the largest score
     difference, and the ranking's time."""
     from precedents.recall.org import ORG_KEY
-    from precedents.recall.org_columns import CANDIDATES, OrgSnapshot
+    from precedents.recall.org_ranking import CANDIDATES, OrgSnapshot
     from precedents.recall.vectors import VectorSnapshot
 
     texts = varied_questions(count)

@@ -1,4 +1,4 @@
-"""The org snapshot's two-stage ranking (recall/org_columns.py ``OrgSnapshot``, issue #30).
+"""The org snapshot's two-stage ranking (recall/org_ranking.py ``OrgSnapshot``, issue #30).
 
 A real org index: ADRs and rule files of tests/fixtures/adr-wild and rules-wild,
 indexed by the local indexer with the real bundled model (real chunking: an ADR
@@ -23,7 +23,7 @@ import pytest
 
 from precedents.org.snapshot import ORG_DOCS, ORG_SNAPSHOT, document_vectors
 from precedents.recall.org import ORG_KEY, OrgRecords
-from precedents.recall.org_columns import OrgSnapshot
+from precedents.recall.org_ranking import OrgSnapshot
 from precedents.recall.source import Model
 from precedents.recall.vectors import VectorSnapshot
 from precedents.store import snapshot_file
@@ -243,14 +243,38 @@ def test_a_file_without_document_vectors_ranks_alike(built: Built, tmp_path: Pat
     assert np.array_equal(mine[np.lexsort(mine.T)], theirs[np.lexsort(theirs.T)])
 
 
-def test_read_pages_are_given_back(built: Built) -> None:
-    """A question's reads of the mapped matrix are counted and, past the budget, given
-    back; the ranking reads them again alike."""
-    snapshot = _few(built.org.snapshot)  # type: ignore[arg-type]
+def test_a_question_leaves_no_chunk_page_resident(built: Built) -> None:
+    """The chunk rows are read from the file (``pread``), not through the map: after
+    every question, the map holds no page in this process."""
+    snapshot = built.org.snapshot
+    assert isinstance(snapshot, OrgSnapshot) and snapshot.reader is not None
     first = snapshot.rank_many(built.questions, (ORG_KEY,))
-    assert snapshot._read_pages > 0
-    snapshot._read_pages = 10**9  # past any budget: the next read gives all back
-    again = snapshot.rank_many(built.questions, (ORG_KEY,))
-    assert snapshot._read_pages < 10**9
+    path = first[0][0].record.path
+    assert np.array_equal(snapshot.chunks_of(path), np.array(snapshot.matrix[snapshot._rows(path)]))
+    vector = snapshot.decision_vector(path)
+    assert vector is not None and np.array_equal(vector, snapshot.chunks_of(path)[0])
+    assert _resident(snapshot.matrix) > 0  # the comparison above read through the map
+    fresh = OrgRecords(built.org.file.parent)
+    assert fresh.refresh(built.model)
+    mapped = fresh.snapshot.matrix
+    again = fresh.snapshot.rank_many(built.questions, (ORG_KEY,))
+    fresh.snapshot.chunks_of(path)
+    assert _resident(mapped) == 0
     for g, f in zip(again, first, strict=True):
         _same(g, f)
+
+
+def _resident(array: np.ndarray) -> int:
+    """Pages of ``array``'s memory map resident in this process (mincore through ctypes
+    would say the page cache's; /proc/self/smaps says this process's own)."""
+    start = array.__array_interface__["data"][0]
+    end = start + array.nbytes
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split()[0] if line else ""
+        if "-" in head and not head.endswith(":"):
+            lo, hi = (int(x, 16) for x in head.split("-"))
+            inside = lo < end and start < hi
+        elif inside and line.startswith("Rss:"):
+            total += int(line.split()[1])
+    return total

@@ -21,7 +21,7 @@ row leaves out :data:`FIRST_ROW_ONLY`: 140,000 rows of 30,000 documents would
 otherwise repeat names and descriptions into a 121 MiB header, parsed whole by
 the daemon), and :data:`ORG_DOCS` holds one vector per document
 (:func:`document_vectors`): the daemon ranks those first and reads the chunk
-vectors of the best documents only (:class:`precedents.recall.org_columns.OrgSnapshot`).
+vectors of the best documents only (:class:`precedents.recall.org_ranking.OrgSnapshot`).
 
 The daemon imports this module for its names alone (:mod:`precedents.recall.org`):
 pyarrow and Lance are imported by :func:`export_org`, in the child.
@@ -110,7 +110,7 @@ def export_org(table: str | Path, version: int, out: Path, *, model: str, dimens
 def document_vectors(matrix: NDArray[np.float32], starts: NDArray[np.int64]) -> NDArray[np.float32]:
     """One vector per document: the normalised mean of its chunk vectors (``matrix``'s
     rows, each document's contiguous from its entry in ``starts``). A question ranks
-    documents by these first (recall/org_columns.py); the mean keeps what every
+    documents by these first (recall/org_ranking.py); the mean keeps what every
     chunk says, where the first chunk alone would lose an ADR's later sections."""
     if not len(starts):
         return np.zeros((0, matrix.shape[1]), dtype=np.float32)
