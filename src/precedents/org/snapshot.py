@@ -17,7 +17,7 @@ docs/org.md).
 
 Rows are written document by document (a document's chunks next to each other,
 in chunk order), the document's fields on its first row alone (a later chunk's
-row leaves out :data:`FIRST_ROW_ONLY`: 140,000 rows of 30,000 documents would
+row is :data:`LATER_FIELDS`: 140,000 rows of 30,000 documents would
 otherwise repeat names and descriptions into a 121 MiB header, parsed whole by
 the daemon), and :data:`ORG_DOCS` holds one vector per document
 (:func:`document_vectors`): the daemon ranks those first and reads the chunk
@@ -44,9 +44,10 @@ ORG_SCHEME: Final = "org://"
 ORG_SNAPSHOT: Final = "snapshot.npz"
 ORG_STATUS: Final = "status.json"
 ORG_COLUMNS: Final = ("mark", "successors", "url")
-# What a document's later chunk's row leaves out: the long fields, which are read from
-# the document's first row alone (recall/org_columns.py ``Packed``).
-FIRST_ROW_ONLY: Final = ("description", "scope", "successors", "url", "source_hash", "doc_id")
+# What a document's later chunk's row holds: which document and chunk (all the daemon
+# reads of it, recall/org_columns.py ``Packed``), and the repository, name and mark a
+# reader of the file lists rows by; the rest is on the document's first row alone.
+LATER_FIELDS: Final = ("path", "chunk_index", "repo", "name", "mark")
 # The snapshot file's array of document vectors, one row per document in row order.
 ORG_DOCS: Final = "org_docs"
 
@@ -86,7 +87,7 @@ def export_org(table: str | Path, version: int, out: Path, *, model: str, dimens
     for i in order:
         row = meta[i]
         if starts and rows[starts[-1]]["path"] == row["path"]:
-            row = {k: v for k, v in row.items() if k not in FIRST_ROW_ONLY}
+            row = {k: row.get(k) for k in LATER_FIELDS}
         else:
             starts.append(len(rows))
         rows.append(row)

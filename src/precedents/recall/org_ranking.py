@@ -31,9 +31,10 @@ from precedents.store.snapshot_file import MemberRows
 
 # Documents a question ranks by their best chunk after the first stage (OrgSnapshot):
 # generous, since a document the mean of its chunks ranks below this many is lost
-# (512 of 30,000 documents: ~2,400 rows, 3.6 MiB read a question; the agreement with
-# the whole matrix at 128-1,024: bench/org_hook.py, docs/org.md "Serving → Measured").
-CANDIDATES: Final = 512
+# (1,024 of 30,000 documents: ~4,800 rows, 7 MiB read a question, 4.3 ms the whole
+# ranking; the top 10 of 99.7% of 300 varied questions as the whole matrix's, against
+# 97.7% at 512 and 91.3% at 256: bench/org_hook.py, docs/org.md "Serving → Measured").
+CANDIDATES: Final = 1024
 
 
 @dataclass
