@@ -12,17 +12,26 @@ has them: ADRs (a fifth superseded, marked, its successor named), rules (a third
 as the real org table (Lance, :func:`precedents.org.table.org_schema`) and exported
 with :func:`precedents.org.snapshot.export_org` into the state's org folder.
 
+With ``--real-length`` each record is its fixture text whole, cut as the indexer
+cuts a document (``chunk_document``, ~4.7 chunks), every chunk embedded: 30,000
+documents are then ~142,000 rows (issue #30's "30,000 documents of real length").
+
 The project: the dev notes plus filler up to ``--chunks`` (bench/hook.py's index).
 Measured, in one run: the stub hook (``python -I -S -c pass``, the floor any hook
 pays) alternated with the prompt hook, first with the daemon serving no org
 records, then a daemon serving the 30,000 (a fresh daemon each: the figures are of
 a daemon that loaded them at start); the daemon's VmRSS after the hooks; the
-snapshot file's size, and what the word index would have added to it. Then, in this
+snapshot file's size, and what the word index would have added to it. The daemon's
+memory is VmRSS, RssAnon and RssFile (a mapped file's pages count in VmRSS), after the
+hooks and again after ``--varied`` more prompts of varied questions. Then, in this
 process, ``Recall.context`` with and without the org records, alternating (the cost a
-question pays, without the noise of process start-ups), and in a fresh child what
-loading the snapshot adds to a process's memory (``OrgRecords.refresh``).
+question pays, without the noise of process start-ups); the two-stage org ranking
+against the whole chunk matrix on the varied questions, at 128 to 1,024 candidates
+(the top 10's agreement, score differences, time); and in a fresh child what loading
+the snapshot adds to a process's memory and how long it takes (``OrgRecords.refresh``).
 
     .venv/bin/python bench/org_hook.py [--repos 500] [--per-repo 60] [--runs 60]
+                                       [--real-length] [--varied 300]
                                        [--chunks 10000] [--json out.json]
                                        [--home DIR]   (a previous run's state: no build)
 """
