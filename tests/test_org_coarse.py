@@ -8,7 +8,7 @@ exported by :func:`precedents.org.snapshot.export_org`, loaded by
 two stages, and by the one ranking code over the whole chunk matrix held in
 memory (:meth:`VectorSnapshot.rank_many`, what the org snapshot did before). The
 first stage keeps far fewer candidates here than in the daemon (16 of ~80
-documents, against 256 of 30,000), so that it has documents to lose.
+documents, against 1,024 of 30,000), so that it has documents to lose.
 """
 
 from __future__ import annotations

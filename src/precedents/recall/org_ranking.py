@@ -2,9 +2,10 @@
 
 30,000 org documents of real length are 140,000 chunk rows: their vectors are
 205 MiB, and a question over all of them 14 ms. So the chunk vectors stay in the
-snapshot file, memory-mapped (:func:`precedents.store.snapshot_file.mapped_member`),
-and a question ranks one vector per document first, then the best documents'
-chunks exactly (the class docstring; figures in docs/org.md, "Serving → Measured").
+snapshot file (:class:`precedents.store.snapshot_file.MemberRows` reads the rows a
+question needs), and a question ranks one vector per document first, then the best
+documents' chunks exactly (the class docstring; figures in docs/org.md, "Serving →
+Measured").
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from precedents.store.snapshot_file import MemberRows
 
 # Documents a question ranks by their best chunk after the first stage (OrgSnapshot):
 # generous, since a document the mean of its chunks ranks below this many is lost
-# (1,024 of 30,000 documents: ~4,800 rows, 7 MiB read a question, 4.3 ms the whole
+# (1,024 of 30,000 documents: ~4,800 rows, 7 MiB read a question, 4.3-4.7 ms the whole
 # ranking; the top 10 of 99.7% of 300 varied questions as the whole matrix's, against
 # 97.7% at 512 and 91.3% at 256: bench/org_hook.py, docs/org.md "Serving → Measured").
 CANDIDATES: Final = 1024
@@ -41,19 +42,20 @@ CANDIDATES: Final = 1024
 class OrgSnapshot(VectorSnapshot):
     """The org's vectors with its rows as columns, ranked in two stages.
 
-    ``matrix`` (every chunk vector; memory-mapped from the snapshot file by
-    recall/org.py, and its rows read with ``reader``: pages read through the map
-    would count in the daemon's VmRSS) is not read whole for a question: 30,000 documents of real
-    length are 140,000 rows, 205 MiB, 14 ms a question. ``coarse`` holds one vector
-    per document (:func:`precedents.org.snapshot.document_vectors`, 44 MiB); a
-    question ranks those, keeps the best ``candidates`` documents, and ranks them
-    by their best chunk's exact cosine, read from the matrix: every hit's score is
-    the one the whole matrix would give, so thresholds and the merge with the
-    project's own ranking stay calibrated. Only a document that the mean of its
-    chunks puts below ``candidates`` others while one of its chunks would be in
-    the top ranks is lost (measured: bench/org_hook.py, docs/org.md). What a
-    question reads of the matrix is a copy it drops: the daemon's resident set does
-    not grow with the questions asked.
+    ``matrix`` holds every chunk vector (memory-mapped from the snapshot file by
+    recall/org.py; its rows are read with ``reader``, since pages read through the
+    map would count in the daemon's VmRSS). A question does not read it whole:
+    30,000 documents of real length are 140,000 rows, 205 MiB, 14 ms a question.
+    ``coarse`` holds one vector per document
+    (:func:`precedents.org.snapshot.document_vectors`, 44 MiB); a question ranks
+    those, keeps the best ``candidates`` documents, and ranks them by their best
+    chunk's exact cosine, their rows read from the file: every hit's score is the
+    one the whole matrix would give, so thresholds and the merge with the project's
+    own ranking stay calibrated. Only a document that the mean of its chunks puts
+    below ``candidates`` others while one of its chunks would be in the top ranks
+    is lost (measured: bench/org_hook.py, docs/org.md). What a question reads of
+    the matrix is a copy it drops: the daemon's resident set does not grow with
+    the questions asked.
     """
 
     documents: Documents | None = None
