@@ -15,6 +15,14 @@ either: recall weighs words only for conversations, which the org index never
 holds (it would add 10.8 MiB to the 70 MiB file of 30,000 records,
 docs/org.md).
 
+Rows are written document by document (a document's chunks next to each other,
+in chunk order), the document's fields on its first row alone (a later chunk's
+row is :data:`LATER_FIELDS`: 140,000 rows of 30,000 documents would
+otherwise repeat names and descriptions into a 121 MiB header, parsed whole by
+the daemon), and :data:`ORG_DOCS` holds one vector per document
+(:func:`document_vectors`): the daemon ranks those first and reads the chunk
+vectors of the best documents only (:class:`precedents.recall.org_ranking.OrgSnapshot`).
+
 The daemon imports this module for its names alone (:mod:`precedents.recall.org`):
 pyarrow and Lance are imported by :func:`export_org`, in the child.
 """
@@ -26,6 +34,9 @@ import time
 from pathlib import Path
 from typing import Any, Final
 
+import numpy as np
+from numpy.typing import NDArray
+
 from precedents.inert import shown_repo
 
 ORG_SCHEME: Final = "org://"
@@ -33,6 +44,12 @@ ORG_SCHEME: Final = "org://"
 ORG_SNAPSHOT: Final = "snapshot.npz"
 ORG_STATUS: Final = "status.json"
 ORG_COLUMNS: Final = ("mark", "successors", "url")
+# What a document's later chunk's row holds: which document and chunk (all the daemon
+# reads of it, recall/org_columns.py ``Packed``), and the repository, name and mark a
+# reader of the file lists rows by; the rest is on the document's first row alone.
+LATER_FIELDS: Final = ("path", "chunk_index", "repo", "name", "mark")
+# The snapshot file's array of document vectors, one row per document in row order.
+ORG_DOCS: Final = "org_docs"
 
 
 def org_path(repo: str, relpath: str) -> str:
@@ -53,21 +70,55 @@ def export_org(table: str | Path, version: int, out: Path, *, model: str, dimens
     columns = [c for c in (*META_COLUMNS, *ORG_COLUMNS) if c in names]
     read = dataset.to_table(columns=[*columns, "vector"])
     meta, matrix = rows_and_matrix(read, dimension)
+    del read
+    first: dict[str, int] = {}
     for row in meta:
         row["repo"] = str(row["project"])
         row["path"] = row["doc_id"] = org_path(row["repo"], str(row["path"]))
+        first.setdefault(row["path"], len(first))
+    summary = _summary(meta, version)
+    # Document by document, each in chunk order (see the module docstring).
+    order = sorted(
+        range(len(meta)),
+        key=lambda i: (first[meta[i]["path"]], int(meta[i].get("chunk_index") or 0)),
+    )
+    rows: list[dict[str, Any]] = []
+    starts: list[int] = []
+    for i in order:
+        row = meta[i]
+        if starts and rows[starts[-1]]["path"] == row["path"]:
+            row = {k: row.get(k) for k in LATER_FIELDS}
+        else:
+            starts.append(len(rows))
+        rows.append(row)
+    matrix = np.ascontiguousarray(matrix[np.asarray(order, dtype=np.int64)], dtype=np.float32)
+    starts_arr = np.asarray(starts, dtype=np.int64)
     write(
         out,
         Exported(
             fingerprint=f"org:{version}",
             model=model,
             dimension=dimension,
-            meta=meta,
+            meta=rows,
             matrix=matrix,
-            summary=_summary(meta, version),
+            summary=summary,
+            extra={ORG_DOCS: document_vectors(matrix, starts_arr)},
         ),
     )
-    return len(meta)
+    return len(rows)
+
+
+def document_vectors(matrix: NDArray[np.float32], starts: NDArray[np.int64]) -> NDArray[np.float32]:
+    """One vector per document: the normalised mean of its chunk vectors (``matrix``'s
+    rows, each document's contiguous from its entry in ``starts``). A question ranks
+    documents by these first (recall/org_ranking.py); the mean keeps what every
+    chunk says, where the first chunk alone would lose an ADR's later sections."""
+    if not len(starts):
+        return np.zeros((0, matrix.shape[1]), dtype=np.float32)
+    sums = np.add.reduceat(np.asarray(matrix, dtype=np.float32), starts, axis=0)
+    norms = np.linalg.norm(sums, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return np.ascontiguousarray(sums / norms, dtype=np.float32)
 
 
 def _summary(meta: list[dict[str, Any]], version: int) -> dict[str, Any]:

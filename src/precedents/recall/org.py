@@ -11,9 +11,11 @@ every chunk of the served version of the org table, each row's ``path``
   atomically) by :meth:`OrgRecords.refresh`, which the daemon calls on its
   refresh thread, never on a hook's path; its rows held as columns, not one dict
   each (:mod:`precedents.recall.org_columns`: 30,000 records in 74 MiB, not 118);
-  its own matrix under the project key
-  :data:`ORG_KEY`, ranked by the one ranking code
-  (:meth:`~precedents.recall.vectors.VectorSnapshot.rank_many`) and merged with
+  its chunk vectors memory-mapped from the file, not read into memory, ranked
+  under the project key :data:`ORG_KEY` in two stages (one vector per document,
+  then the best documents' chunks: :class:`~precedents.recall.org_ranking.OrgSnapshot`,
+  the same hits and scores as the one ranking code,
+  :meth:`~precedents.recall.vectors.VectorSnapshot.rank_many`) and merged with
   the project's hits (:func:`~precedents.recall.vectors.merged`), so the hook,
   `query`, eval and MCP order org records alike;
 * rules keep their scope: a rule of repository X ranks and attaches only in a
@@ -44,9 +46,10 @@ from threading import Lock
 from typing import Any
 
 from precedents.ingest.background import release_memory
-from precedents.org.snapshot import ORG_SCHEME, ORG_SNAPSHOT, org_path
+from precedents.org.snapshot import ORG_DOCS, ORG_SCHEME, ORG_SNAPSHOT, org_path
 from precedents.recall.files import FileScopes, Scoped
-from precedents.recall.org_columns import ORG_KEY, Documents, OrgSnapshot, Packed, Rows
+from precedents.recall.org_columns import ORG_KEY, Documents, Packed, Rows
+from precedents.recall.org_ranking import OrgSnapshot
 from precedents.recall.source import Model
 from precedents.recall.vectors import EMPTY, VectorSnapshot
 from precedents.rules.scope import Scope
@@ -185,7 +188,7 @@ class OrgRecords:
             return False
         self._stamp = stamp
         try:
-            exported = snapshot_file.read(self.file)
+            exported = snapshot_file.read(self.file, mapped=True)
         except SnapshotFileError as exc:
             self.problem = f"the org snapshot could not be read: {exc}"
             log.warning("%s", self.problem)
@@ -198,15 +201,18 @@ class OrgRecords:
             log.warning("%s", self.problem)
             return False
         version, matrix = exported.fingerprint, exported.matrix
+        coarse, reader = exported.extra.get(ORG_DOCS), exported.rows
         # The parsed rows go before anything that stays is made (org_columns.py).
         packed = Packed(exported.meta)
         del exported
         release_memory()
-        self._install(version, packed, matrix)
+        self._install(version, packed, matrix, coarse, reader)
         log.info("org index loaded: %d chunks (%s)", self.snapshot.rows, version)
         return True
 
-    def _install(self, version: str, packed: Packed, matrix: Any) -> None:
+    def _install(
+        self, version: str, packed: Packed, matrix: Any, coarse: Any = None, reader: Any = None
+    ) -> None:
         docs = Documents(packed)
         urls: dict[str, str] = {}
         for d, url in enumerate(packed.text["url"]):
@@ -227,7 +233,14 @@ class OrgRecords:
                     unranked.add(docs.paths[d])
                 if not scope.org:
                     plain.setdefault(docs.repo[d], set()).add(docs.paths[d])
-        snapshot = OrgSnapshot(version=version, meta=Rows(docs), matrix=matrix, documents=docs)
+        snapshot = OrgSnapshot(
+            version=version,
+            meta=Rows(docs),
+            matrix=matrix,
+            documents=docs,
+            coarse=coarse,
+            reader=reader,
+        )
         scopes = _OrgScopes(docs, self._scope_rows(docs, packed, stored), parse)
         scopes.compile(self.scopes)  # off the hooks' path: the previous scopes serve till now
         snapshot.warm((ORG_KEY,))

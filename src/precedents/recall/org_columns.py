@@ -17,20 +17,18 @@ ones, so that ``malloc_trim`` could not give their pages back. Here:
   own" lookup;
 * :class:`Rows` gives the ranking code (:class:`~precedents.recall.vectors.VectorSnapshot`)
   the rows it reads as mappings made on demand (:class:`Row`), and
-  :class:`OrgSnapshot` finds a document's chunks from the columns.
+  :class:`~precedents.recall.org_ranking.OrgSnapshot` ranks them and finds a
+  document's chunks from the columns.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Final, overload
 
 import numpy as np
-from numpy.typing import NDArray
 
 from precedents.kinds import is_kind
-from precedents.recall.vectors import VectorSnapshot
 from precedents.store.rows import DocumentRecord
 
 # The project key of every org row in the daemon (recall/org.py files a rule scoped
@@ -243,38 +241,3 @@ class Rows(Sequence[Mapping[str, Any]]):
 
     def __iter__(self) -> Iterator[Mapping[str, Any]]:
         return (Row(self._docs, r) for r in range(len(self)))
-
-
-@dataclass
-class OrgSnapshot(VectorSnapshot):
-    """The org's vectors with its rows as columns: a document's chunks are found from
-    them (the base class would build a list of rows per path: ~4 MiB more)."""
-
-    documents: Documents | None = None
-
-    def chunks_of(self, path: str) -> NDArray[np.float32]:
-        """The chunk vectors of one document (empty when it is not in the snapshot)."""
-        return self.matrix[self._rows(path)]
-
-    def decision_vector(self, path: str) -> NDArray[np.float32] | None:
-        """The document's first chunk (an org snapshot holds no conversations)."""
-        docs = self.documents
-        for row in self._rows(path).tolist():
-            if docs is not None and int(docs.chunk[row]) == 0:
-                return np.asarray(self.matrix[row], dtype=np.float32)
-        return None
-
-    def _paths_index(self, paths: list[str]) -> Mapping[str, int]:
-        """The documents' own index when the subset holds them all in their order (the
-        org key's does): 1.7 MiB not made twice at 30,000 records."""
-        docs = self.documents
-        if docs is not None and paths == docs.paths:
-            return docs.index
-        return super()._paths_index(paths)
-
-    def _rows(self, path: str) -> NDArray[np.int64]:
-        docs = self.documents
-        d = docs.index.get(path) if docs is not None else None
-        if docs is None or d is None:
-            return np.zeros(0, dtype=np.int64)
-        return np.flatnonzero(docs.row_doc == d)
