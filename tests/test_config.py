@@ -28,6 +28,7 @@ SAMPLES: dict[str, tuple[str, object]] = {
     "http_port": ("27411", 27411),
     "org_uri": ('"s3://decisions/org"', "s3://decisions/org"),
     "org_pull_s": ("600", 600.0),
+    "watch_idle_s": ("300", 300.0),
     "max_file_bytes": ("1234567", 1234567),
     "max_conversation_bytes": ("7654321", 7654321),
     "hook_budget_ms": ("450", 450.0),

@@ -41,12 +41,14 @@ from typing import IO, Any, Final
 from precedents.config import Settings
 from precedents.errors import PrecedentsError
 from precedents.ingest.background import lower_priority, release_memory
+from precedents.secrets.mask import mask_secrets
 from precedents.watcher.side import InlineSide, Interrupted, Outcome, open_side
 
 log = logging.getLogger("precedents.watcher")
 
-# A child with nothing to do for this long exits (a save after it costs a start: ~2 s).
-IDLE_S: Final = 60.0
+# A child with nothing to do for this long exits (a save after it costs a start: ~2.5
+# s); the watcher passes the settings' `watch_idle_s`.
+IDLE_S: Final = 900.0
 # A child above this after a job is replaced before the next (LanceDB's write path and
 # glibc keep what a big pull's batches used; a fresh process starts at ~350 MiB).
 RECYCLE_MIB: Final = 600
@@ -138,6 +140,7 @@ class ChildSide:
         self._lock = threading.Lock()  # one job at a time
         self._last = time.monotonic()
         self._closed = False
+        self._warming = threading.Event()
 
     @property
     def pid(self) -> int | None:
@@ -177,6 +180,21 @@ class ChildSide:
             pass
         except PrecedentsError as exc:
             log.warning("%s", exc)
+
+    def warm(self) -> None:
+        """Start a child in the background when none runs: called at a file's first
+        event, so that its start overlaps the quiet period the file waits anyway."""
+        if self._proc is not None or self._closed or self._warming.is_set():
+            return
+        self._warming.set()
+
+        def run() -> None:
+            try:
+                self.preload()
+            finally:
+                self._warming.clear()
+
+        threading.Thread(target=run, name="child-start", daemon=True).start()
 
     def idle(self) -> None:
         """End the child when it has had nothing to do for ``idle_s``."""
@@ -347,6 +365,10 @@ def _serve(stdin: IO[bytes], stdout: IO[bytes]) -> int:
     settings, recycle_mib = first.args
     assert isinstance(settings, Settings)
     busy.set()
+    # The secret scanner's rules (~0.5 s to build) beside LanceDB's import (~1.3 s): a
+    # save after the child ended waits for both (issue #28).
+    scanner = threading.Thread(target=mask_secrets, args=("warm",), name="scanner", daemon=True)
+    scanner.start()
     try:
         side = open_side(settings, check)
     except Exception as exc:

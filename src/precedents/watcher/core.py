@@ -86,7 +86,9 @@ class WatchTiming:
     conversation_quiet_s: float = 2.0  # logs grow a line at a time while a session runs
     max_wait_s: float = 10.0  # a file that never goes quiet is still indexed this often
     rescan_s: float = 60.0  # re-discover sources and re-establish lost watches
-    child_idle_s: float = 60.0  # the indexing child ends after this long idle (child.py)
+    # The indexing child ends after this long idle (child.py); None: the settings'
+    # `watch_idle_s`.
+    child_idle_s: float | None = None
 
 
 @dataclass
@@ -188,7 +190,9 @@ class Watcher:
             if self._inline:
                 self._side = open_side(self.settings, self._check_stop, self._store, self._embedder)
             else:
-                self._side = ChildSide(self.settings, self._stopping, self.timing.child_idle_s)
+                idle = self.timing.child_idle_s
+                idle_s = self.settings.watch_idle_s if idle is None else idle
+                self._side = ChildSide(self.settings, self._stopping, idle_s)
             self._watches.start()
             self._sync_watches()
             # daemon=True: a program that forgets stop() must still be able to exit;
@@ -342,6 +346,8 @@ class Watcher:
                     else self.timing.quiet_s
                 )
                 self._debouncer.add(("file", path), quiet)
+                if isinstance(self._side, ChildSide):
+                    self._side.warm()  # its start overlaps the quiet period
         except Exception:  # an exception here would kill watchdog's dispatch thread
             log.exception("could not handle a file-system event")
 
