@@ -79,16 +79,20 @@ def shown(uri: str) -> str:
     return mask_secrets(uri)
 
 
+_DENIED_STATUS = re.compile(r"(?<![\w.])40[13](?![\w.])")
+
+
 def translated(location: OrgLocation, doing: str, exc: BaseException) -> OrgError:
     """One of the small org errors for an exception obstore or Lance raised ``doing``
     something at ``location`` (the first line of its message, masked)."""
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     lowered = f"{type(exc).__name__} {exc}".lower()
     line = f"org index {location}: {doing} failed: {shown(text)[:300]}"
-    if any(
+    # A status code standing alone: a bucket named `org-9e403191` or a request that took
+    # "401.3ms" is no refusal.
+    if _DENIED_STATUS.search(lowered) or any(
         w in lowered
         for w in (
-            "403",
             "forbidden",
             "accessdenied",
             "access denied",
@@ -96,7 +100,6 @@ def translated(location: OrgLocation, doing: str, exc: BaseException) -> OrgErro
             "invalidaccesskeyid",
             "signaturedoesnotmatch",
             "unauthorized",
-            "401",
         )
     ):
         return OrgDenied(line)
