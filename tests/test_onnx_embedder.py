@@ -29,6 +29,7 @@ from precedents.models.onnx_embedder import FILE_PREFIX, OnnxEmbedder, onnx_avai
 from precedents.models.onnx_variants import FP32, U8S8, U8U8, Variant, choose, cpu_flags, u8s8_exact
 from tests.conftest import REPO, SHARED
 from tests.conftest_daemon import hook_env, start_daemon, stop_daemon, wait_ready
+from tests.processes import children
 
 pytestmark = pytest.mark.skipif(
     not onnx_available() or bundled_model_path(DEFAULT_MODEL) is None,
@@ -246,20 +247,6 @@ def test_failed_build_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyP
     ]
 
 
-def _children(pid: int) -> list[int]:
-    """The processes whose parent is ``pid``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
 def _maps(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/maps").read_text()
@@ -337,10 +324,10 @@ def test_reindex_daemon_and_watcher_never_import_torch(home: Path, tmp_path: Pat
         )
         # It is embedded by the watcher's indexing child (watcher/child.py): the
         # watcher itself never maps the model's runtime, torch, or LanceDB.
-        assert _wait(lambda: any("onnxruntime" in _maps(c) for c in _children(watcher.pid))), (
+        assert _wait(lambda: any("onnxruntime" in _maps(c) for c in children(watcher.pid))), (
             "the watcher's child never loaded the model"
         )
-        for pid in _children(watcher.pid):
+        for pid in children(watcher.pid):
             maps = _maps(pid)
             assert "libtorch" not in maps and "/torch/" not in maps
         maps = _maps(watcher.pid)

@@ -33,6 +33,7 @@ from precedents.ingest.sources import SourceDir, Sources
 from precedents.store import Store
 from precedents.watcher import Watcher, WatchTiming
 from precedents.watcher.child import ChildSide
+from tests.processes import alive, children
 
 LINUX = sys.platform.startswith("linux")
 pytestmark = pytest.mark.skipif(not LINUX, reason="process memory and maps are read from /proc")
@@ -54,15 +55,6 @@ def wait_for(check: Callable[[], bool], timeout: float = TIMEOUT) -> bool:
             return True
         time.sleep(0.1)
     return False
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    return state != "Z"
 
 
 def status(pid: int, key: str) -> int:
@@ -214,15 +206,8 @@ def test_the_watcher_holds_no_model_and_a_killed_watcher_leaves_no_child(
     try:
 
         def child() -> int | None:
-            for entry in Path("/proc").iterdir():
-                if entry.name.isdigit():
-                    try:
-                        fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-                    except OSError:
-                        continue
-                    if int(fields[1]) == watcher.pid:
-                        return int(entry.name)
-            return None
+            found = children(watcher.pid)
+            return found[0] if found else None
 
         assert wait_for(lambda: child() is not None), "no indexing child started"
         pid = child()
