@@ -9,9 +9,10 @@ idle ``IDLE_S`` seconds, or after a job that left it above ``RECYCLE_MIB`` (the
 next job starts a fresh one): a big pull is indexed in bounded memory, and what
 it cost goes back to the system when it ends.
 
-The child runs at background priority (:data:`precedents.ingest.background.BACKGROUND_NICE`)
-in a session of its own, so a terminal's Ctrl-C reaches the watcher alone, which
-then stops the child: SIGTERM makes the child stop between two batches, like
+The child embeds at background priority (:data:`precedents.ingest.background.BACKGROUND_NICE`,
+from its first batch on, as the watcher's worker did) and runs in a session of
+its own, so a terminal's Ctrl-C reaches the watcher alone, which then stops the
+child: SIGTERM makes the child stop between two batches, like
 the in-process worker did; a watcher killed outright leaves it reading an
 end of file, and it exits after its job. The child takes the store's writer lock
 for each write, as every writer does.
@@ -40,7 +41,7 @@ from typing import IO, Any, Final
 
 from precedents.config import Settings
 from precedents.errors import PrecedentsError
-from precedents.ingest.background import lower_priority, release_memory
+from precedents.ingest.background import release_memory
 from precedents.secrets.mask import mask_secrets
 from precedents.watcher.side import InlineSide, Interrupted, Outcome, open_side
 
@@ -441,7 +442,11 @@ def configure_logging() -> None:
 def main() -> int:
     """Serve the watcher's jobs on stdin/stdout until it closes stdin or sends SIGTERM."""
     configure_logging()
-    lower_priority()  # the main thread, before any other: every thread inherits it
+    # No lower priority for the whole child: its start (LanceDB's import, the store, the
+    # secret scanner) is what a save waits for, and at nice 10 on a busy machine it took
+    # ten times as long. Embedding is background work as it was in the watcher: the
+    # thread that embeds lowers itself at its first batch, and the model's threads are
+    # born lowered (watcher/embcache.py).
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     # Nothing else may write to the message pipe: a print would corrupt a frame.
     sys.stdout = sys.stderr
