@@ -178,6 +178,19 @@ def test_what_becomes_due_during_a_pull_is_headed_or_applied_between_groups() ->
         ("apply", "b", len(burst)),
         ("apply", "r", len(rest)),
     ]
+    # A few files due while the rest of a pull is still pending (not yet due): the
+    # front of the pull, headed with what arrives, not applied in full on their own.
+    events.clear()
+    arriving[:] = [burst, []]
+    between[:] = []
+    assert apply_in_groups(rest, head, apply, more, lambda: BURST_HEADS_FROM) is False
+    kinds = [(kind, p[0][0], len(p)) for kind, p in events]
+    assert kinds == [
+        ("head", "r", len(rest)),
+        ("head", "b", len(burst)),
+        ("apply", "r", len(rest)),
+        ("apply", "b", len(burst)),
+    ]
     # Every group failing is the watcher's signal to back off; one success is not.
     assert apply_in_groups(["x"], head, lambda _: True, lambda _: []) is True
     assert apply_in_groups([], head, lambda _: True, lambda _: []) is False

@@ -97,6 +97,10 @@ class Exporter:
         if self._child is not None:
             return True  # already started: collect it
         gap = max(MIN_GAP_S, SPACING * self._last_s)
+        if self.exports == 1 and not self._failures:
+            # After the start-up export only the tick: a save soon after the daemon
+            # started is a single save (SPEC §7: 2 s), not yet a burst to space.
+            gap = MIN_GAP_S
         return time.monotonic() - self._finished >= gap
 
     def run(self) -> Exported | None:

@@ -95,6 +95,7 @@ def apply_in_groups(
     head: Callable[[list[str], bool], None],
     apply_group: Callable[[list[str]], bool],
     more: Callable[[bool], list[str]],
+    pending: Callable[[], int] = lambda: 0,
 ) -> bool:
     """Apply ``paths`` a group at a time, their heads first; True when every group failed.
 
@@ -106,13 +107,15 @@ def apply_in_groups(
     True)``): the whole pull is searchable before the next full group starts (a full
     group is ~20 s of embedding on 2 cores). Between groups, what became due
     meanwhile (``more(False)``) is taken too: a burst is headed and queued behind, a
-    few files are applied next (a save is not kept waiting behind a pull).
+    few files are applied next (a save is not kept waiting behind a pull). A few
+    files taken while more than ``BURST_HEADS_FROM`` paths are ``pending`` (not yet
+    due) are the front of a pull still arriving: a burst too, not a group of their own.
     """
     queue: deque[list[str]] = deque()
 
     def take(new: list[str]) -> bool:
-        if len(new) > BURST_HEADS_FROM:
-            head(new, False)
+        if len(new) > BURST_HEADS_FROM or (new and len(new) + pending() > BURST_HEADS_FROM):
+            head(new, True)
             queue.extend(groups(new))
             # A pull whose first files came as a few (applied at once) reaches here
             # after a group: the rest of it is headed before the next group too.

@@ -444,7 +444,8 @@ class Watcher:
             wait = HEADS_WAIT_S if arriving and self._debouncer.pending() else 0.0
             return self._paths_of(self._debouncer.take_due(wait))
 
-        if apply_in_groups(self._paths_of(due), head, self._apply_group, more):
+        paths = self._paths_of(due)
+        if apply_in_groups(paths, head, self._apply_group, more, self._debouncer.pending):
             raise _AllFailed
 
     def _paths_of(self, due: Sequence[Hashable]) -> list[str]:
