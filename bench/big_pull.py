@@ -149,6 +149,35 @@ def children(pid: int) -> list[int]:
     return out
 
 
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """CPU seconds of ``pid`` itself and of its children it has reaped ((0, 0) once gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0, 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    # After the ")": state is field 3, so utime/stime/cutime/cstime (14-17) are 11-14.
+    utime, stime, cutime, cstime = (int(f) for f in fields[11:15])
+    return (utime + stime) / tick, (cutime + cstime) / tick
+
+
+def cpu_by_role(watcher: int, daemon: int) -> dict[str, float]:
+    """CPU seconds so far of each process of the run (where a pull's cores go)."""
+    roles: dict[str, float] = {}
+    for label, pid, child in (
+        ("watcher", watcher, "indexing children"),
+        ("daemon", daemon, "export children"),
+    ):
+        own, reaped = cpu_seconds(pid)
+        roles[label] = own
+        roles[child] = reaped + sum(cpu_seconds(c)[0] for c in children(pid))
+    mine = os.times()
+    roles["bench's own hooks, git and polls"] = (
+        mine.children_user + mine.children_system + mine.user + mine.system
+    )
+    return roles
+
+
 class Sampler(threading.Thread):
     """Samples the watcher's, the daemon's and both one's children's RSS every 0.2 s."""
 
@@ -373,6 +402,7 @@ def main() -> int:
         hooks.start()
         load_start = os.getloadavg()[0]
         offset = log_path.stat().st_size
+        cpu_before = cpu_by_role(watcher.pid, daemon.pid)
         started = time.monotonic()
         git(bob, "pull", "-q", "--ff-only", "origin", "main")
         pulled = time.monotonic() - started
@@ -386,6 +416,8 @@ def main() -> int:
 
         wait_for("every pulled note searchable", all_there, args.limit)
         searchable = time.monotonic() - started
+        cpu_after = cpu_by_role(watcher.pid, daemon.pid)
+        cpu_used = {k: round(cpu_after[k] - cpu_before[k], 1) for k in cpu_after}
         during = {k: list(v) for k, v in hooks.samples.items()}
         # Then the full pass (ingest/heads.py): searchable by heads first, every
         # note's every chunk later; the hook is measured through both.
@@ -411,6 +443,9 @@ def main() -> int:
             "first pulled note searchable s": round(first, 1) if first else None,
             "every pulled note searchable s": round(searchable, 1),
             "every pulled note indexed in full s": round(full, 1) if full else None,
+            # Where the cores went until searchable (cpus x seconds were there).
+            "CPU s until searchable, by process": cpu_used,
+            "CPU s available until searchable": round(searchable * (os.cpu_count() or 1), 1),
             "watcher RSS before MiB": before["watcher"].get("VmRSS"),
             "watcher RSS peak MiB": memory(watcher.pid).get("VmHWM"),
             "indexing child RSS peak (sampled) MiB": sampler.peak["indexing child"],

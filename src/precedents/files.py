@@ -65,7 +65,16 @@ def inside(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> bool:
     A path that does not exist yet is judged by what exists of it (``realpath``).
     """
     try:
-        real, top = os.path.realpath(path), os.path.realpath(root)
+        real = os.path.realpath(path)
+    except (OSError, ValueError):
+        return False
+    return _under(real, root)
+
+
+def _under(real: str, root: str | os.PathLike[str]) -> bool:
+    """Whether the real path ``real`` is ``root``'s real path or lies under it."""
+    try:
+        top = os.path.realpath(root)
     except (OSError, ValueError):
         return False
     return real == top or real.startswith(top.rstrip(os.sep) + os.sep)
@@ -125,7 +134,7 @@ def read_regular(
     :class:`OSError` of the system (a vanished file: ``FileNotFoundError``).
     """
     real = os.path.realpath(path)
-    if within is not None and not inside(real, within):
+    if within is not None and not _under(real, within):
         raise Refused(outside)
     # lstat first: opening a device can do something (a tape rewinds); never open one.
     st = os.lstat(real)

@@ -102,6 +102,9 @@ def stored_duplicates(rows: Iterable[Mapping[str, object]]) -> dict[str, list[st
 
 
 def _relative(path: str, project: str) -> str:
+    top = project.rstrip("/") + "/"
+    if path.startswith(top):  # the common case, without pathlib (called per record)
+        return path[len(top) :]
     p = Path(path)
     return p.relative_to(project).as_posix() if p.is_relative_to(project) else p.as_posix()
 

@@ -77,8 +77,10 @@ def named_symbols(text: str) -> tuple[str, ...]:
         if _codelike(member, False):
             seen.setdefault(member, None)
     for found in _IDENTIFIER.finditer(text):
-        name = found.group(1)
-        if _codelike(name, bool(found.group(2))):
+        name, called = found.group(1), bool(found.group(2))
+        if not called and "_" not in name and name[1:].islower():
+            continue  # a word of prose (most of them): never code-like, decided cheaply
+        if _codelike(name, called):
             seen.setdefault(name, None)
         if len(seen) >= MAX_SYMBOLS:
             break
