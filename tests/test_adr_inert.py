@@ -308,6 +308,7 @@ def test_every_payload_through_the_mcp_adr_tools(planted: Planted) -> None:
 # ---------------------------------------------------------------------- CLI
 
 
+@pytest.mark.load_free  # payloads through deterministic code: `make test` runs it
 def test_every_payload_through_the_folder_wide_cli_commands(planted: Planted) -> None:
     """`adr list`, `find`, `check` (text and --json) as real subprocesses, over the
     folder that holds every payload record."""
@@ -354,6 +355,7 @@ def _show_lines(out: str) -> tuple[list[str], list[str]]:
     return head.split("\n"), text.split("\n") if text else []
 
 
+@pytest.mark.load_free  # payloads through deterministic code: `make test` runs it
 def test_every_payload_through_cli_show_and_chain(planted: Planted) -> None:
     """`adr show` (text and --json) of every record that holds a payload and `adr chain`
     of every titled and dangling one, through typer's runner; a sample also as real
