@@ -546,6 +546,7 @@ def test_a_symptom_report_gets_the_amending_chat_through_the_real_hook(
 
 
 @pytest.mark.slow
+@pytest.mark.load_free  # deterministic over many inputs: `make test` runs it
 def test_the_decisions_dev_set_at_the_shipped_settings(home: Path, embedder: object) -> None:
     """The figures docs/eval.md reports for the dev set, with a margin for another CPU's
     last-digit differences: the deciding chat reaches the agent, amended decisions do

@@ -144,6 +144,7 @@ def _fetchable() -> bool:
     importlib.util.find_spec("sentence_transformers") is None,
     reason="all-mpnet-base-v2 runs on sentence-transformers and torch",
 )
+@pytest.mark.load_free  # deterministic over many inputs: `make test` runs it
 def test_setup_assembles_the_real_parts_and_the_vectors_match_a_plain_forward_pass(
     tmp_path: Path,
 ) -> None:
