@@ -149,6 +149,11 @@ def ray_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     temp = Path("/tmp") / f"ray-{uuid.uuid4().hex[:8]}"  # short: Ray's socket paths
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "disabled"}
+    # Ray starts its workers at nice 15: beside work at normal priority (the spinners of
+    # `make test-loaded`, another job on a CI runner) a build then crawls at a few % of
+    # a core. A cluster that exists for the build runs them at normal priority
+    # (docs/org.md, "Ray").
+    env["RAY_worker_niceness"] = "0"
     start = [
         str(BIN / "ray"),
         "start",
