@@ -114,7 +114,7 @@ def apply_in_groups(
     queue: deque[list[str]] = deque()
 
     def take(new: list[str]) -> bool:
-        if len(new) > BURST_HEADS_FROM or (new and len(new) + pending() > BURST_HEADS_FROM):
+        if new and len(new) + pending() > BURST_HEADS_FROM:  # a burst, or a pull's front
             head(new, True)
             queue.extend(groups(new))
             # A pull whose first files came as a few (applied at once) reaches here
